@@ -6,6 +6,7 @@
 
 #include <uct/api/uct.h>
 #include <ucs/config/parser.h>
+#include <ucs/sys/string.h>
 
 #include <stdarg.h>
 #include <stddef.h>
