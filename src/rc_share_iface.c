@@ -115,7 +115,8 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
     attr->device_addr_len = sizeof(uct_rc_share_device_addr_t);
     attr->iface_addr_len  = 0;
     attr->ep_addr_len     = 0;
-    attr->cap.flags       = 0; /* the data path is not part of this version */
+    /* The connection model, and no operation yet: UCP selects no lane here */
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     attr->latency         = ucs_linear_func_make(1e-6, 0);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = 1e9;
@@ -157,6 +158,13 @@ static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
     /* InfiniBand: same subnet; RoCE: routed by IP, any GID may be reached */
     return is_eth || (dev_addr->gid.global.subnet_prefix ==
                       iface->gid.global.subnet_prefix);
+}
+
+static ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
+                                           uct_ep_h *ep_p)
+{
+    ucs_error("rc_share: endpoints are not implemented in this version");
+    return UCS_ERR_UNSUPPORTED;
 }
 
 static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
@@ -226,7 +234,10 @@ UCS_CLASS_DEFINE(uct_rc_share_iface_t, uct_base_iface_t);
 
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_rc_share_iface_t, uct_iface_t);
 static uct_iface_ops_t uct_rc_share_iface_ops = {
-    .ep_create                = ucs_empty_function_return_unsupported,
+    .ep_create                = uct_rc_share_ep_create,
+    .ep_destroy               = ucs_empty_function_do_assert_void,
+    .ep_flush                 = uct_base_ep_flush,
+    .ep_fence                 = uct_base_ep_fence,
     .iface_flush              = uct_base_iface_flush,
     .iface_fence              = uct_base_iface_fence,
     .iface_progress_enable    = ucs_empty_function,

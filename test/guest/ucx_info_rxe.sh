@@ -1,39 +1,48 @@
 #!/bin/sh
-# In the soft-RoCE guest, UCX lists rc_share on rxe0:1 and accepts UCX_TLS.
+# In the soft-RoCE guest, UCX lists rc_share on rxe0:1 and UCP accepts
+# UCX_TLS=rc_share.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 in_guest sh -c '
-    LD_PRELOAD=$IBSHARE_MODULE ucx_info -d > "$1/devices" 2> "$1/devices.err"
-    echo $? > "$1/devices.rc"
-    LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share ucx_info -e -u t \
-        > "$1/tls" 2>&1
-    echo $? > "$1/tls.rc"
-    ucx_info -d > "$1/plain" 2>&1
+    run() { name=$1; shift; "$@" > "$dir/$name" 2> "$dir/$name.err"; echo $? > "$dir/$name.rc"; }
+    dir=$1
+    run devices env LD_PRELOAD=$IBSHARE_MODULE ucx_info -d
+    run context env LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share ucx_info -p -u t
+    run ep      env LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share ucx_info -e -u t
+    run ep_self env LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share,self ucx_info -e -u t
+    run plain   ucx_info -d
 ' sh "$tmpdir"
 check "guest ran" test $? -eq 0
 
-check "ucx_info -d exits 0" test "$(cat "$tmpdir/devices.rc")" -eq 0
-check "ucx_info -d prints no warning or error" test ! -s "$tmpdir/devices.err"
+rc() { cat "$tmpdir/$1.rc"; }
+
+check "ucx_info -d exits 0" test "$(rc devices)" -eq 0
+check "ucx_info -d prints nothing on stderr" test ! -s "$tmpdir/devices.err"
 cat "$tmpdir/devices.err" >&2
 
-# The rc_share block: component, then transport, then device rxe0:1
+# Our block: memory domain rxe0, component ibshare, transport rc_share on rxe0:1
 awk '
-    /# Component: ibshare/  { comp = 1 }
-    comp && /# Memory domain: rxe0/ { md = 1 }
-    md && /# *Transport: rc_share/ { tl = 1 }
-    tl && /# *Device: rxe0:1/ { dev = 1; exit }
-    END { exit !dev }
+    /# Memory domain:/    { md = ($NF == "rxe0"); comp = 0; tl = 0 }
+    /#     Component:/    { comp = md && ($NF == "ibshare") }
+    /# *Transport:/       { tl = comp && ($NF == "rc_share") }
+    /# *Device:/          { if (tl && $NF == "rxe0:1") found = 1 }
+    END { exit !found }
 ' "$tmpdir/devices"
-check "Component ibshare, md rxe0, Transport rc_share, Device rxe0:1" \
+check "Memory domain rxe0 / Component ibshare / Transport rc_share / Device rxe0:1" \
       test $? -eq 0
-grep -n -A4 "Transport: rc_share" "$tmpdir/devices"
+grep -B1 -A6 "Component: ibshare" "$tmpdir/devices"
 
-check "UCX_TLS=rc_share ucx_info -e exits 0" \
-      test "$(cat "$tmpdir/tls.rc")" -eq 0
-check "no 'not available' warning" \
-      sh -c "! grep -q 'not available' '$tmpdir/tls'"
-check "no error" sh -c "! grep -q 'ERROR' '$tmpdir/tls'"
-cat "$tmpdir/tls" | head -20
+check "UCX_TLS=rc_share: the UCP context opens" test "$(rc context)" -eq 0
+check "with rc_share/rxe0:1 as its resource" \
+      grep -q "resource 0 .* rc_share/rxe0:1" "$tmpdir/context"
+check "and nothing on stderr" test ! -s "$tmpdir/context.err"
+cat "$tmpdir/context.err" >&2
+
+for run in ep ep_self; do
+    check "$run: no 'transport is not available' warning" \
+          sh -c "! grep -q 'not available' '$tmpdir/$run.err' '$tmpdir/$run'"
+done
+check "UCX_TLS=rc_share,self ucx_info -e exits 0" test "$(rc ep_self)" -eq 0
 
 check "without the module there is no rc_share" \
       sh -c "! grep -q 'rc_share' '$tmpdir/plain'"
