@@ -103,37 +103,43 @@ static int uct_ibshare_port_is_active(const char *ibdev_path, unsigned port)
            (atoi(state) == IBV_PORT_ACTIVE);
 }
 
+/* The list is NULL-terminated, as ibv_get_device_list() returns it */
+static struct ibv_device *uct_ibshare_device_find(struct ibv_device **devices,
+                                                 const char *dev_name)
+{
+    for (; *devices != NULL; ++devices) {
+        if (!strcmp(ibv_get_device_name(*devices), dev_name)) {
+            return *devices;
+        }
+    }
+    return NULL;
+}
+
 ucs_status_t uct_ibshare_device_query_ports(const char *dev_name,
                                             uct_tl_device_resource_t **ports_p,
                                             unsigned *num_ports_p)
 {
     uct_tl_device_resource_t *ports;
-    struct ibv_device **devices;
-    const char *ibdev_path = NULL;
-    int i, num_devices;
+    struct ibv_device **devices, *device;
+    const char *ibdev_path;
     unsigned port, count = 0;
     char unused[64];
 
-    devices = ibv_get_device_list(&num_devices);
+    devices = ibv_get_device_list(NULL);
     if (devices == NULL) {
         ucs_debug("ibv_get_device_list() failed: %m");
         return UCS_ERR_NO_DEVICE;
     }
 
-    for (i = 0; i < num_devices; ++i) {
-        if (!strcmp(ibv_get_device_name(devices[i]), dev_name)) {
-            ibdev_path = devices[i]->ibdev_path;
-            break;
-        }
-    }
-
-    if (ibdev_path == NULL) {
+    device = uct_ibshare_device_find(devices, dev_name);
+    if (device == NULL) {
         ibv_free_device_list(devices);
         ucs_debug("%s: no such verbs device", dev_name);
         return UCS_ERR_NO_DEVICE;
     }
 
-    ports = ucs_calloc(UCT_IBSHARE_MAX_PORTS, sizeof(*ports), "ibshare ports");
+    ibdev_path = device->ibdev_path;
+    ports      = ucs_calloc(UCT_IBSHARE_MAX_PORTS, sizeof(*ports), "ibshare ports");
     if (ports == NULL) {
         ibv_free_device_list(devices);
         return UCS_ERR_NO_MEMORY;
@@ -171,28 +177,23 @@ ucs_status_t uct_ibshare_device_query_ports(const char *dev_name,
 ucs_status_t uct_ibshare_device_open(const char *dev_name,
                                      struct ibv_context **context_p)
 {
-    struct ibv_device **devices;
+    struct ibv_device **devices, *device;
     struct ibv_context *context = NULL;
-    int i, num_devices;
 
-    devices = ibv_get_device_list(&num_devices);
+    devices = ibv_get_device_list(NULL);
     if (devices == NULL) {
         ucs_error("ibv_get_device_list() failed: %m");
         return UCS_ERR_NO_DEVICE;
     }
 
-    for (i = 0; i < num_devices; ++i) {
-        if (!strcmp(ibv_get_device_name(devices[i]), dev_name)) {
-            context = ibv_open_device(devices[i]);
-            if (context == NULL) {
-                ucs_error("ibv_open_device(%s) failed: %m", dev_name);
-            }
-            break;
-        }
-    }
-
-    if (i == num_devices) {
+    device = uct_ibshare_device_find(devices, dev_name);
+    if (device == NULL) {
         ucs_error("%s: no such verbs device", dev_name);
+    } else {
+        context = ibv_open_device(device);
+        if (context == NULL) {
+            ucs_error("ibv_open_device(%s) failed: %m", dev_name);
+        }
     }
 
     ibv_free_device_list(devices);

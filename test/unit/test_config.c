@@ -60,57 +60,71 @@ static void test_component_registered(void **state)
     assert_int_equal(found, 1);
 }
 
-static void test_md_config_defaults_and_env(void **state)
+/* Parses TABLE with VAR set to VALUE (unset when NULL) */
+static ucs_status_t parse(void *config, ucs_config_field_t *table,
+                          const char *prefix, const char *var,
+                          const char *value)
 {
-    uct_ibshare_md_config_t config;
+    ucs_status_t status;
 
-    memset(&config, 0, sizeof(config));
-    unsetenv("UCX_IBSHARE_RCACHE");
-    assert_int_equal(ucs_config_parser_fill_opts(&config,
-                                                 uct_ibshare_md_config_table,
-                                                 "UCX_", "IBSHARE_", 0),
-                     UCS_OK);
-    assert_int_equal(config.rcache, UCS_TRY);
-    ucs_config_parser_release_opts(&config, uct_ibshare_md_config_table);
-
-    setenv("UCX_IBSHARE_RCACHE", "no", 1);
-    assert_int_equal(ucs_config_parser_fill_opts(&config,
-                                                 uct_ibshare_md_config_table,
-                                                 "UCX_", "IBSHARE_", 0),
-                     UCS_OK);
-    assert_int_equal(config.rcache, UCS_NO);
-    ucs_config_parser_release_opts(&config, uct_ibshare_md_config_table);
-    unsetenv("UCX_IBSHARE_RCACHE");
+    if (value == NULL) {
+        unsetenv(var);
+    } else {
+        setenv(var, value, 1);
+    }
+    status = ucs_config_parser_fill_opts(config, table, "UCX_", prefix, 0);
+    unsetenv(var);
+    return status;
 }
 
-static void test_iface_config_bad_value(void **state)
+static void test_md_config_defaults_and_env(void **state)
 {
-    uct_rc_share_iface_config_t config;
+    static const struct {
+        const char               *value;
+        ucs_ternary_auto_value_t expected;
+    } cases[] = {{NULL, UCS_TRY}, {"no", UCS_NO}, {"yes", UCS_YES}};
+    uct_ibshare_md_config_t config;
+    size_t i;
 
-    memset(&config, 0, sizeof(config));
-    setenv("UCX_RC_SHARE_GID_INDEX", "3", 1);
-    assert_int_equal(ucs_config_parser_fill_opts(&config,
-                                                 uct_rc_share_iface_config_table,
-                                                 "UCX_", "RC_SHARE_", 0),
-                     UCS_OK);
-    assert_int_equal(config.gid_index, 3);
-    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        memset(&config, 0, sizeof(config));
+        assert_int_equal(parse(&config, uct_ibshare_md_config_table,
+                               "IBSHARE_", "UCX_IBSHARE_RCACHE",
+                               cases[i].value), UCS_OK);
+        assert_int_equal(config.rcache, cases[i].expected);
+        ucs_config_parser_release_opts(&config, uct_ibshare_md_config_table);
+    }
+
+    /* A value outside yes, no, try (and its alias maybe) is refused */
+    assert_int_not_equal(parse(&config, uct_ibshare_md_config_table,
+                               "IBSHARE_", "UCX_IBSHARE_RCACHE", "sometimes"),
+                         UCS_OK);
+}
+
+static void test_iface_config_gid_index(void **state)
+{
+    static const struct {
+        const char    *value;
+        unsigned long expected;
+    } cases[] = {{NULL, UCS_ULUNITS_AUTO}, {"auto", UCS_ULUNITS_AUTO},
+                 {"3", 3}};
+    uct_rc_share_iface_config_t config;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        memset(&config, 0, sizeof(config));
+        assert_int_equal(parse(&config, uct_rc_share_iface_config_table,
+                               "RC_SHARE_", "UCX_RC_SHARE_GID_INDEX",
+                               cases[i].value), UCS_OK);
+        assert_int_equal(config.gid_index, cases[i].expected);
+        ucs_config_parser_release_opts(&config,
+                                       uct_rc_share_iface_config_table);
+    }
 
     /* A value that is neither a number nor "auto" is refused, not guessed */
-    setenv("UCX_RC_SHARE_GID_INDEX", "first", 1);
-    assert_int_not_equal(ucs_config_parser_fill_opts(
-                                 &config, uct_rc_share_iface_config_table,
-                                 "UCX_", "RC_SHARE_", 0),
-                         UCS_OK);
-    unsetenv("UCX_RC_SHARE_GID_INDEX");
-
-    memset(&config, 0, sizeof(config));
-    assert_int_equal(ucs_config_parser_fill_opts(&config,
-                                                 uct_rc_share_iface_config_table,
-                                                 "UCX_", "RC_SHARE_", 0),
-                     UCS_OK);
-    assert_int_equal(config.gid_index, UCS_ULUNITS_AUTO);
-    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+    assert_int_not_equal(parse(&config, uct_rc_share_iface_config_table,
+                               "RC_SHARE_", "UCX_RC_SHARE_GID_INDEX",
+                               "first"), UCS_OK);
 }
 
 int main(void)
@@ -119,7 +133,7 @@ int main(void)
         cmocka_unit_test(test_tables_documented),
         cmocka_unit_test(test_component_registered),
         cmocka_unit_test(test_md_config_defaults_and_env),
-        cmocka_unit_test(test_iface_config_bad_value),
+        cmocka_unit_test(test_iface_config_gid_index),
     };
 
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
