@@ -1,5 +1,11 @@
 /**
  * rc_share: the RC transport of the ibshare component.
+ *
+ * Every rank has its own CQs, SRQ and RC QPs on the PD the md provides. An
+ * endpoint connects to a remote iface address by itself: a handshake over a
+ * UD QP of each iface (rc_share_conn.c) creates a passive RC QP at the target
+ * that is the peer of the endpoint's QP. So UCP needs no auxiliary transport
+ * (which would open a second device context) for wire-up.
  */
 #ifndef UCT_RC_SHARE_H_
 #define UCT_RC_SHARE_H_
@@ -7,6 +13,10 @@
 #include "ibshare_md.h"
 
 #include <uct/base/uct_iface.h>
+#include <ucs/arch/cpu.h>
+#include <ucs/datastruct/arbiter.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/mpool.h>
 
 
 #define UCT_RC_SHARE_TL_NAME     "rc_share"
@@ -15,10 +25,24 @@
 typedef struct uct_rc_share_iface_config {
     uct_iface_config_t        super;
     unsigned long             gid_index;    /* UCS_ULUNITS_AUTO: choose */
+    size_t                    seg_size;
+    unsigned                  tx_queue_len; /* send WRs per QP */
+    unsigned                  tx_cq_len;
+    unsigned                  rx_queue_len; /* SRQ receive buffers */
+    unsigned                  max_inline;
+    uct_iface_mpool_config_t  tx_mp;
+    uct_iface_mpool_config_t  rx_mp;
+    double                    timeout;      /* RC ack timeout */
+    unsigned                  retry_count;
+    double                    rnr_timeout;
+    unsigned                  rnr_retry_count;
+    unsigned                  max_rd_atomic;
+    double                    conn_timeout; /* handshake: give up after */
+    double                    conn_retry;   /* handshake: resend after */
 } uct_rc_share_iface_config_t;
 
 
-/* What a peer needs to reach our port: packed into the device address */
+/* What a peer needs to reach our port: the device address */
 typedef struct UCS_S_PACKED uct_rc_share_device_addr {
     uint8_t                   flags;        /* UCT_RC_SHARE_ADDR_FLAG_xx */
     uint16_t                  lid;
@@ -26,18 +50,157 @@ typedef struct UCS_S_PACKED uct_rc_share_device_addr {
 } uct_rc_share_device_addr_t;
 
 
+/* What a peer needs to start a connection: the iface address */
+typedef struct UCS_S_PACKED uct_rc_share_iface_addr {
+    uint8_t                   qpn[3];       /* UD QP of the handshake */
+    uint8_t                   mtu;          /* enum ibv_mtu of our port */
+} uct_rc_share_iface_addr_t;
+
+
 enum {
     UCT_RC_SHARE_ADDR_FLAG_ETH = UCS_BIT(0)  /* RoCE: routed by GID, no LID */
 };
 
 
+/* Send descriptor: bounce buffer and what to do when the send completes */
+typedef struct uct_rc_share_tx_desc uct_rc_share_tx_desc_t;
+typedef void (*uct_rc_share_tx_handler_t)(uct_rc_share_tx_desc_t *desc);
+
+struct uct_rc_share_tx_desc {
+    struct uct_rc_share_ep    *ep;
+    uct_completion_t          *comp;
+    uct_rc_share_tx_handler_t handler;      /* NULL: nothing to deliver */
+    union {
+        struct {
+            uct_unpack_callback_t cb;
+            void                  *arg;
+            size_t                length;
+        } get;                              /* get_bcopy */
+        uint64_t                  *result;  /* atomic fetch */
+    };
+    uint32_t                  lkey;
+    uint8_t                   data[0] UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE);
+};
+
+
+/* Receive descriptor header; the payload follows at rx_payload_offset */
+typedef struct uct_rc_share_rx_desc {
+    uint32_t                  lkey;
+} uct_rc_share_rx_desc_t;
+
+
+/* The target side of a connection: a QP that only responds */
+typedef struct uct_rc_share_passive {
+    ucs_list_link_t           list;
+    struct ibv_qp             *qp;
+    struct ibv_ah             *ah;          /* to answer the requester */
+    uint64_t                  src_iface_id;
+    uint64_t                  src_conn_id;
+    uint32_t                  psn;
+} uct_rc_share_passive_t;
+
+
+typedef struct uct_rc_share_counters {
+    uint64_t                  am_ops,  am_bytes;
+    uint64_t                  put_ops, put_bytes;
+    uint64_t                  get_ops, get_bytes;
+    uint64_t                  atomic_ops;
+    uint64_t                  rx_ops,  rx_bytes;
+    uint64_t                  eps, passive_qps;
+} uct_rc_share_counters_t;
+
+
 typedef struct uct_rc_share_iface {
     uct_base_iface_t          super;
+    uct_ibshare_md_t          *md;
     uint8_t                   port_num;
     struct ibv_port_attr      port_attr;
     uint8_t                   gid_index;
     union ibv_gid             gid;
+    uint64_t                  id;           /* tells handshakes apart */
+    int                       has_atomics;
+
+    struct ibv_comp_channel   *comp_channel;
+    struct ibv_cq             *send_cq;
+    struct ibv_cq             *recv_cq;
+    struct ibv_srq            *srq;
+    ucs_mpool_t               tx_mp;
+    ucs_mpool_t               rx_mp;
+    int                       tx_cq_available;
+    unsigned                  rx_to_post;   /* SRQ buffers to repost */
+    ucs_arbiter_t             arbiter;      /* eps with pending requests */
+    uct_recv_desc_t           release_desc;
+
+    /* Connection handshake over UD */
+    struct {
+        struct ibv_cq         *cq;
+        struct ibv_qp         *qp;
+        ucs_list_link_t       connecting;   /* eps waiting for a reply */
+        ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
+        void                  *rx_bufs;
+        struct ibv_mr         *rx_mr;
+        unsigned              rx_count;
+        void                  *tx_buf;
+        struct ibv_mr         *tx_mr;
+        unsigned              tx_count;
+        unsigned              tx_next;
+        int                   tx_available;
+        uint64_t              next_conn_id;
+    } conn;
+
+    ucs_list_link_t           ep_list;
+
+    struct {
+        size_t                seg_size;
+        unsigned              tx_qp_len;
+        unsigned              max_inline;
+        size_t                rx_payload_offset;
+        size_t                rx_headroom_offset;
+        enum ibv_mtu          path_mtu;
+        uint8_t               timeout;      /* encoded for ibv_modify_qp */
+        uint8_t               retry_count;
+        uint8_t               rnr_timeout;
+        uint8_t               rnr_retry_count;
+        uint8_t               max_rd_atomic;
+        ucs_time_t            conn_timeout;
+        ucs_time_t            conn_retry;
+    } config;
+
+    uct_rc_share_counters_t   counters;
 } uct_rc_share_iface_t;
+
+
+typedef enum {
+    UCT_RC_SHARE_EP_CONNECTING,
+    UCT_RC_SHARE_EP_CONNECTED,
+    UCT_RC_SHARE_EP_FAILED
+} uct_rc_share_ep_state_t;
+
+
+typedef struct uct_rc_share_ep {
+    uct_base_ep_t             super;
+    struct ibv_qp             *qp;
+    uct_rc_share_ep_state_t   state;
+    ucs_status_t              fail_status;
+    int                       sq_available;
+    int                       fence;        /* next WR waits for RDMA reads */
+    uint64_t                  tx_posted;    /* signaled WRs, in order */
+    uint64_t                  tx_completed;
+    ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
+    ucs_arbiter_group_t       arb_group;
+    ucs_list_link_t           list;         /* iface->ep_list */
+
+    /* Handshake state */
+    ucs_list_link_t           conn_list;    /* iface->conn.connecting */
+    struct ibv_ah             *ah;          /* to the remote UD QP */
+    uint32_t                  remote_ud_qpn;
+    enum ibv_mtu              remote_mtu;
+    uct_rc_share_device_addr_t remote_dev;
+    uint64_t                  conn_id;
+    uint32_t                  psn;
+    ucs_time_t                conn_deadline;
+    ucs_time_t                conn_next_retry;
+} uct_rc_share_ep_t;
 
 
 ucs_status_t uct_rc_share_query_tl_devices(uct_md_h md,
@@ -49,5 +212,73 @@ extern ucs_config_field_t uct_rc_share_iface_config_table[];
 UCS_CLASS_DECLARE_NEW_FUNC(uct_rc_share_iface_t, uct_iface_t, uct_md_h,
                            uct_worker_h, const uct_iface_params_t*,
                            const uct_iface_config_t*);
+
+/* rc_share_ep.c: the operations */
+ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
+                                      uint64_t header, const void *payload,
+                                      unsigned length);
+ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                                 uct_pack_callback_t pack_cb, void *arg,
+                                 unsigned flags);
+ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                      const void *header,
+                                      unsigned header_length,
+                                      const uct_iov_t *iov, size_t iovcnt,
+                                      unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                       unsigned length, uint64_t remote_addr,
+                                       uct_rkey_t rkey);
+ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                  void *arg, uint64_t remote_addr,
+                                  uct_rkey_t rkey);
+ucs_status_t uct_rc_share_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                       size_t iovcnt, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_get_bcopy(uct_ep_h tl_ep,
+                                       uct_unpack_callback_t unpack_cb,
+                                       void *arg, size_t length,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                       size_t iovcnt, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                           uint64_t value,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey);
+ucs_status_t uct_rc_share_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                            uct_atomic_op_t opcode,
+                                            uint64_t value, uint64_t *result,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                            uint64_t swap,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey, uint64_t *result,
+                                            uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep,
+                                         uct_pending_req_t *req,
+                                         unsigned flags);
+void uct_rc_share_ep_pending_purge(uct_ep_h tl_ep,
+                                   uct_pending_purge_callback_t cb, void *arg);
+ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                   uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                   uct_completion_t *comp);
+ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
+                                    uct_ep_h *ep_p);
+void uct_rc_share_ep_destroy(uct_ep_h tl_ep);
+
+/* rc_share_ep.c: what the iface and the handshake tell an endpoint */
+void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count);
+int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
+void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep);
+ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(
+        ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+        ucs_arbiter_elem_t *elem, void *arg);
+extern uct_iface_ops_t uct_rc_share_iface_ops;
 
 #endif

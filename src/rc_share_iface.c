@@ -1,18 +1,26 @@
 /**
- * rc_share iface: life cycle, port and GID selection, query.
+ * rc_share iface: life cycle, port and GID selection, CQs and SRQ, receive
+ * buffers, progress, query.
  */
 #include "rc_share.h"
+#include "rc_share_conn.h"
 #include "ibshare_device.h"
 
+#include <ucs/arch/bitops.h>
 #include <ucs/debug/log_def.h>
-#include <ucs/type/class.h>
 #include <ucs/sys/string.h>
+#include <ucs/time/time.h>
+#include <ucs/type/class.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <math.h>
 #include <string.h>
 
 
-static uct_iface_ops_t uct_rc_share_iface_ops;
+#define UCT_RC_SHARE_RX_BATCH      16
+#define UCT_RC_SHARE_POLL_BATCH    16
+#define UCT_RC_SHARE_MAX_SEND_SGE  4
 
 
 ucs_config_field_t uct_rc_share_iface_config_table[] = {
@@ -28,8 +36,113 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, gid_index),
      UCS_CONFIG_TYPE_ULUNITS},
 
+    {"SEG_SIZE", "8256",
+     "Size of a send or receive bounce buffer: the largest active message\n"
+     "and the largest buffered put or get.",
+     ucs_offsetof(uct_rc_share_iface_config_t, seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_QUEUE_LEN", "256",
+     "Send work requests per endpoint (RC QP send queue length).",
+     ucs_offsetof(uct_rc_share_iface_config_t, tx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TX_CQ_LEN", "4096",
+     "Send completion queue length, shared by the endpoints of an iface:\n"
+     "the most send operations in flight on the iface.",
+     ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "1024",
+     "Receive buffers in the shared receive queue of an iface.",
+     ucs_offsetof(uct_rc_share_iface_config_t, rx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_INLINE", "128",
+     "Largest send whose data is copied into the work request (short\n"
+     "active messages and puts). The device may lower it.",
+     ucs_offsetof(uct_rc_share_iface_config_t, max_inline),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+                                  ucs_offsetof(uct_rc_share_iface_config_t,
+                                               tx_mp), ""),
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 0, "receive",
+                                  ucs_offsetof(uct_rc_share_iface_config_t,
+                                               rx_mp), ""),
+
+    {"TIMEOUT", "1.0s",
+     "Transport retry timeout of RC QPs (local ACK timeout); with\n"
+     "RETRY_COUNT it bounds how long a dead peer goes unnoticed.",
+     ucs_offsetof(uct_rc_share_iface_config_t, timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Transport retries of RC QPs before the endpoint fails (0-7).",
+     ucs_offsetof(uct_rc_share_iface_config_t, retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "30ms",
+     "Delay before a send to a receiver with no free receive buffer is\n"
+     "retried.",
+     ucs_offsetof(uct_rc_share_iface_config_t, rnr_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RNR_RETRY_COUNT", "6",
+     "Receiver-not-ready retries before the endpoint fails (0-6; 7 would\n"
+     "retry forever, and a dead receiver would hang its senders).",
+     ucs_offsetof(uct_rc_share_iface_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_RD_ATOMIC", "4",
+     "RDMA reads and atomics in flight per endpoint, in each direction.",
+     ucs_offsetof(uct_rc_share_iface_config_t, max_rd_atomic),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"CONN_TIMEOUT", "30s",
+     "How long an endpoint waits for the target iface to answer its\n"
+     "connection request before it fails with a timeout.",
+     ucs_offsetof(uct_rc_share_iface_config_t, conn_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"CONN_RETRY", "100ms",
+     "Interval at which an unanswered connection request is sent again\n"
+     "(the handshake runs over unreliable datagrams).",
+     ucs_offsetof(uct_rc_share_iface_config_t, conn_retry),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
+
+
+/* IB encodes the ACK timeout as 4.096 us * 2^value */
+static uint8_t uct_rc_share_encode_timeout(double seconds)
+{
+    double units = seconds / 4.096e-6;
+    int value    = (units <= 1.0) ? 1 : (int)ceil(log2(units));
+
+    return ucs_min(ucs_max(value, 1), 31);
+}
+
+/* IB encodes the RNR timer by a table (IBTA 9.7.5.2.8), in microseconds */
+static uint8_t uct_rc_share_encode_rnr_timer(double seconds)
+{
+    static const unsigned usec[] = {
+        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+        1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
+        61440, 81920, 122880, 163840, 245760, 327680, 491520
+    };
+    double wanted = seconds * 1e6;
+    unsigned i;
+
+    for (i = 1; i < ucs_static_array_size(usec); ++i) {
+        if (usec[i] >= wanted) {
+            return i;
+        }
+    }
+    return 0; /* the longest, 655 ms */
+}
 
 /* Lower is better; UINT_MAX means the entry is not usable */
 static unsigned uct_rc_share_gid_rank(const struct ibv_gid_entry *entry)
@@ -104,24 +217,103 @@ static ucs_status_t uct_rc_share_iface_select_gid(uct_rc_share_iface_t *iface,
     return UCS_OK;
 }
 
+/* Link speed of the port in bytes per second, from its speed and width */
+static double uct_rc_share_iface_bandwidth(const struct ibv_port_attr *attr)
+{
+    double gbps;
+    int lanes;
+
+    switch (attr->active_speed) {
+    case 1:   gbps = 2.0;      break; /* SDR, 8b/10b */
+    case 2:   gbps = 4.0;      break; /* DDR */
+    case 4:   gbps = 8.0;      break; /* QDR */
+    case 8:   gbps = 10.0;     break; /* FDR10 */
+    case 16:  gbps = 13.64;    break; /* FDR */
+    case 32:  gbps = 25.0;     break; /* EDR */
+    case 64:  gbps = 50.0;     break; /* HDR */
+    case 128: gbps = 100.0;    break; /* NDR */
+    default:  gbps = 10.0;     break;
+    }
+
+    switch (attr->active_width) {
+    case 2:  lanes = 4;  break;
+    case 4:  lanes = 8;  break;
+    case 8:  lanes = 12; break;
+    case 16: lanes = 2;  break;
+    default: lanes = 1;  break;
+    }
+
+    return gbps * lanes * 1e9 / 8 * 0.9;
+}
+
 static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
                                              uct_iface_attr_t *attr)
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
                                                  uct_rc_share_iface_t);
+    size_t seg_size    = iface->config.seg_size;
+    size_t max_msg     = iface->port_attr.max_msg_sz;
+    size_t mtu         = 128ul << iface->config.path_mtu;
 
     uct_base_iface_query(&iface->super, attr);
 
     attr->device_addr_len = sizeof(uct_rc_share_device_addr_t);
-    attr->iface_addr_len  = 0;
+    attr->iface_addr_len  = sizeof(uct_rc_share_iface_addr_t);
     attr->ep_addr_len     = 0;
-    /* The connection model, and no operation yet: UCP selects no lane here */
-    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    attr->latency         = ucs_linear_func_make(1e-6, 0);
+    attr->max_conn_priv   = 0;
+    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                            UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+                            UCT_IFACE_FLAG_AM_ZCOPY |
+                            UCT_IFACE_FLAG_PUT_SHORT |
+                            UCT_IFACE_FLAG_PUT_BCOPY |
+                            UCT_IFACE_FLAG_PUT_ZCOPY |
+                            UCT_IFACE_FLAG_GET_BCOPY |
+                            UCT_IFACE_FLAG_GET_ZCOPY |
+                            UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+                            UCT_IFACE_FLAG_EP_CHECK |
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                            UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_FD;
+
+    if (iface->has_atomics) {
+        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        /* What plain verbs has: 64-bit fetch-and-add and compare-and-swap */
+        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+
+    attr->cap.am.max_short       = iface->config.max_inline;
+    attr->cap.am.max_bcopy       = seg_size;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = seg_size;
+    attr->cap.am.max_hdr         = ucs_min(seg_size / 2, 256);
+    attr->cap.am.max_iov         = UCT_RC_SHARE_MAX_SEND_SGE - 1;
+    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu       = mtu;
+
+    attr->cap.put.max_short       = iface->config.max_inline;
+    attr->cap.put.max_bcopy       = seg_size;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = max_msg;
+    attr->cap.put.max_iov         = UCT_RC_SHARE_MAX_SEND_SGE;
+    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.put.align_mtu       = mtu;
+
+    attr->cap.get.max_bcopy       = seg_size;
+    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.max_zcopy       = max_msg;
+    attr->cap.get.max_iov         = UCT_RC_SHARE_MAX_SEND_SGE;
+    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.get.align_mtu       = mtu;
+
+    /* The same model UCX uses for its verbs RC transport */
+    attr->latency             = ucs_linear_func_make(700e-9 + 75e-9, 1e-9);
     attr->bandwidth.dedicated = 0;
-    attr->bandwidth.shared    = 1e9;
-    attr->overhead        = 75e-9;
-    attr->priority        = 0;
+    attr->bandwidth.shared    = uct_rc_share_iface_bandwidth(&iface->port_attr);
+    attr->overhead            = 75e-9;
+    attr->priority            = 0;
     return UCS_OK;
 }
 
@@ -137,6 +329,21 @@ uct_rc_share_iface_get_device_address(uct_iface_h tl_iface,
                       UCT_RC_SHARE_ADDR_FLAG_ETH : 0;
     dev_addr->lid   = iface->port_attr.lid;
     dev_addr->gid   = iface->gid;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_get_address(uct_iface_h tl_iface,
+                                                   uct_iface_addr_t *addr)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_iface_addr_t *iface_addr = (uct_rc_share_iface_addr_t*)addr;
+    uint32_t qpn = uct_rc_share_conn_ud_qpn(iface);
+
+    iface_addr->qpn[0] = qpn & 0xff;
+    iface_addr->qpn[1] = (qpn >> 8) & 0xff;
+    iface_addr->qpn[2] = (qpn >> 16) & 0xff;
+    iface_addr->mtu    = iface->config.path_mtu;
     return UCS_OK;
 }
 
@@ -160,11 +367,479 @@ static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
                       iface->gid.global.subnet_prefix);
 }
 
-static ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
-                                           uct_ep_h *ep_p)
+/* ------------------------------------------------------------ receive */
+
+static void uct_rc_share_rx_desc_init(uct_iface_h tl_iface, void *obj,
+                                      uct_mem_h memh)
 {
-    ucs_error("rc_share: endpoints are not implemented in this version");
-    return UCS_ERR_UNSUPPORTED;
+    uct_rc_share_rx_desc_t *desc = obj;
+
+    desc->lkey = ((uct_ibshare_mem_t*)memh)->lkey;
+}
+
+static void uct_rc_share_tx_desc_init(uct_iface_h tl_iface, void *obj,
+                                      uct_mem_h memh)
+{
+    uct_rc_share_tx_desc_t *desc = obj;
+
+    desc->lkey = ((uct_ibshare_mem_t*)memh)->lkey;
+}
+
+static void uct_rc_share_iface_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    uct_rc_share_iface_t *iface = ucs_container_of(self, uct_rc_share_iface_t,
+                                                   release_desc);
+
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
+                                             -(ptrdiff_t)iface->config
+                                                     .rx_headroom_offset));
+}
+
+/* Posts receive buffers to the SRQ; returns how many */
+static unsigned uct_rc_share_iface_post_recv(uct_rc_share_iface_t *iface,
+                                             unsigned count)
+{
+    struct ibv_recv_wr wrs[UCT_RC_SHARE_RX_BATCH], *bad_wr;
+    struct ibv_sge sges[UCT_RC_SHARE_RX_BATCH];
+    uct_rc_share_rx_desc_t *desc;
+    unsigned i, n = ucs_min(count, UCT_RC_SHARE_RX_BATCH);
+    int ret;
+
+    for (i = 0; i < n; ++i) {
+        desc = ucs_mpool_get_inline(&iface->rx_mp);
+        if (desc == NULL) {
+            break;
+        }
+        sges[i].addr   = (uintptr_t)UCS_PTR_BYTE_OFFSET(
+                                 desc, iface->config.rx_payload_offset);
+        sges[i].length = iface->config.seg_size;
+        sges[i].lkey   = desc->lkey;
+        wrs[i].wr_id   = (uintptr_t)desc;
+        wrs[i].sg_list = &sges[i];
+        wrs[i].num_sge = 1;
+        wrs[i].next    = &wrs[i + 1];
+    }
+
+    if (i == 0) {
+        return 0;
+    }
+
+    wrs[i - 1].next = NULL;
+    ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+    if (ret != 0) {
+        ucs_fatal("ibv_post_srq_recv() failed: %s", strerror(ret));
+    }
+    return i;
+}
+
+static void uct_rc_share_iface_refill_rx(uct_rc_share_iface_t *iface)
+{
+    unsigned posted;
+
+    while (iface->rx_to_post > 0) {
+        posted = uct_rc_share_iface_post_recv(iface, iface->rx_to_post);
+        if (posted == 0) {
+            break; /* no buffer now; the next progress tries again */
+        }
+        iface->rx_to_post -= posted;
+    }
+}
+
+static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
+{
+    struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
+    uct_rc_share_rx_desc_t *desc;
+    ucs_status_t status;
+    void *payload;
+    uint8_t am_id;
+    int i, n;
+
+    n = ibv_poll_cq(iface->recv_cq, UCT_RC_SHARE_POLL_BATCH, wc);
+    if (n <= 0) {
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        desc = (uct_rc_share_rx_desc_t*)(uintptr_t)wc[i].wr_id;
+        ++iface->rx_to_post;
+
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                ucs_diag("%s:%d: receive completion error on QP 0x%x: %s",
+                         iface->md->dev_name, iface->port_num, wc[i].qp_num,
+                         ibv_wc_status_str(wc[i].status));
+            }
+            ucs_mpool_put_inline(desc);
+            continue;
+        }
+
+        payload = UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_payload_offset);
+        am_id   = ntohl(wc[i].imm_data);
+        iface->counters.rx_ops++;
+        iface->counters.rx_bytes += wc[i].byte_len;
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
+                           payload, wc[i].byte_len, "RX: AM");
+        status = uct_iface_invoke_am(&iface->super, am_id, payload,
+                                     wc[i].byte_len, UCT_CB_PARAM_FLAG_DESC);
+        if (status == UCS_OK) {
+            ucs_mpool_put_inline(desc);
+        } else {
+            /* The user keeps the buffer and releases it later */
+            uct_recv_desc(UCS_PTR_BYTE_OFFSET(desc,
+                                              iface->config.rx_headroom_offset)) =
+                    &iface->release_desc;
+        }
+    }
+
+    if (iface->rx_to_post >= UCT_RC_SHARE_RX_BATCH) {
+        uct_rc_share_iface_refill_rx(iface);
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ send */
+
+/* Returns the endpoint if this completion newly failed it */
+static uct_rc_share_ep_t *
+uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
+                                 const struct ibv_wc *wc)
+{
+    uct_rc_share_ep_t *failed = NULL;
+    uct_rc_share_tx_desc_t *desc = NULL;
+    uct_rc_share_ep_t *ep;
+    ucs_status_t status;
+
+    /* Operations without a descriptor post the endpoint, tagged by bit 0 */
+    if (wc->wr_id & 1) {
+        ep = (uct_rc_share_ep_t*)(uintptr_t)(wc->wr_id & ~1ull);
+    } else {
+        desc = (uct_rc_share_tx_desc_t*)(uintptr_t)wc->wr_id;
+        ep   = desc->ep;
+    }
+
+    ++iface->tx_cq_available;
+
+    if (ucs_likely(wc->status == IBV_WC_SUCCESS)) {
+        status = UCS_OK;
+        if ((desc != NULL) && (desc->handler != NULL)) {
+            desc->handler(desc);
+        }
+    } else {
+        status = (wc->status == IBV_WC_WR_FLUSH_ERR) ? UCS_ERR_CANCELED :
+                 (wc->status == IBV_WC_RETRY_EXC_ERR) ||
+                 (wc->status == IBV_WC_RNR_RETRY_EXC_ERR) ?
+                         UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CONNECTION_RESET;
+        if ((ep->state != UCT_RC_SHARE_EP_FAILED) &&
+            (wc->status != IBV_WC_WR_FLUSH_ERR)) {
+            ucs_diag("%s:%d: ep %p QP 0x%x: send completion error: %s",
+                     iface->md->dev_name, iface->port_num, ep, wc->qp_num,
+                     ibv_wc_status_str(wc->status));
+        }
+        if (uct_rc_share_ep_set_failed(ep, status)) {
+            failed = ep;
+        }
+    }
+
+    if (desc != NULL) {
+        if (desc->comp != NULL) {
+            uct_invoke_completion(desc->comp, status);
+        }
+        ucs_mpool_put_inline(desc);
+    }
+
+    uct_rc_share_ep_tx_complete(ep, 1);
+    return failed;
+}
+
+static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
+{
+    struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
+    uct_rc_share_ep_t *failed[UCT_RC_SHARE_POLL_BATCH];
+    int i, n, num_failed = 0;
+
+    n = ibv_poll_cq(iface->send_cq, UCT_RC_SHARE_POLL_BATCH, wc);
+    if (n <= 0) {
+        return 0;
+    }
+
+    for (i = 0; i < n; ++i) {
+        failed[num_failed] = uct_rc_share_iface_tx_completion(iface, &wc[i]);
+        num_failed        += failed[num_failed] != NULL;
+    }
+
+    /* Reported after the batch: the handler may destroy the endpoint */
+    for (i = 0; i < num_failed; ++i) {
+        uct_rc_share_ep_report_failure(failed[i]);
+    }
+
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
+                         NULL);
+    return n;
+}
+
+static unsigned uct_rc_share_iface_progress(uct_iface_h tl_iface)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+    unsigned count;
+
+    count  = uct_rc_share_iface_poll_rx(iface);
+    count += uct_rc_share_iface_poll_tx(iface);
+    count += uct_rc_share_conn_progress(iface);
+    return count;
+}
+
+/* ------------------------------------------------------------ events */
+
+static ucs_status_t uct_rc_share_iface_event_fd_get(uct_iface_h tl_iface,
+                                                    int *fd_p)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+
+    *fd_p = iface->comp_channel->fd;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
+                                                 unsigned events)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+    struct ibv_cq *cq;
+    void *cq_context;
+    int got_event = 0;
+
+    /* Drain what the channel holds: those completions are not seen yet */
+    while (ibv_get_cq_event(iface->comp_channel, &cq, &cq_context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        got_event = 1;
+    }
+
+    if ((ibv_req_notify_cq(iface->recv_cq, 0) != 0) ||
+        (ibv_req_notify_cq(iface->send_cq, 0) != 0) ||
+        (ibv_req_notify_cq(iface->conn.cq, 0) != 0)) {
+        ucs_error("ibv_req_notify_cq() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    return got_event ? UCS_ERR_BUSY : UCS_OK;
+}
+
+/* ------------------------------------------------------------ flush */
+
+static ucs_status_t uct_rc_share_iface_flush(uct_iface_h tl_iface,
+                                             unsigned flags,
+                                             uct_completion_t *comp)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if (ep->tx_posted != ep->tx_completed) {
+            return UCS_INPROGRESS;
+        }
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_fence(uct_iface_h tl_iface,
+                                             unsigned flags)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        ep->fence = 1;
+    }
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+static ucs_status_t uct_rc_share_iface_create_queues(
+        uct_rc_share_iface_t *iface, const uct_rc_share_iface_config_t *config)
+{
+    struct ibv_context *context = iface->md->context;
+    struct ibv_srq_init_attr srq_attr;
+    int flags;
+
+    iface->comp_channel = ibv_create_comp_channel(context);
+    if (iface->comp_channel == NULL) {
+        ucs_error("%s: ibv_create_comp_channel() failed: %m",
+                  iface->md->dev_name);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    flags = fcntl(iface->comp_channel->fd, F_GETFL);
+    if ((flags < 0) ||
+        (fcntl(iface->comp_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)) {
+        ucs_error("fcntl(completion channel, O_NONBLOCK) failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->send_cq = ibv_create_cq(context, config->tx_cq_len, NULL,
+                                   iface->comp_channel, 0);
+    iface->recv_cq = ibv_create_cq(context, config->rx_queue_len, NULL,
+                                   iface->comp_channel, 0);
+    if ((iface->send_cq == NULL) || (iface->recv_cq == NULL)) {
+        ucs_error("%s: ibv_create_cq(send %u, receive %u) failed: %m",
+                  iface->md->dev_name, config->tx_cq_len,
+                  config->rx_queue_len);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    iface->tx_cq_available = config->tx_cq_len;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = config->rx_queue_len;
+    srq_attr.attr.max_sge = 1;
+    iface->srq = ibv_create_srq(iface->md->pd, &srq_attr);
+    if (iface->srq == NULL) {
+        ucs_error("%s: ibv_create_srq(%u) failed: %m", iface->md->dev_name,
+                  config->rx_queue_len);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_check_config(
+        const uct_rc_share_iface_t *iface,
+        const uct_rc_share_iface_config_t *config)
+{
+    const char *bad = NULL;
+
+    if (config->retry_count > 7) {
+        bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 7";
+    } else if (config->rnr_retry_count > 6) {
+        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be at most 6 (7 retries "
+              "forever)";
+    } else if ((config->tx_queue_len == 0) || (config->tx_cq_len == 0) ||
+               (config->rx_queue_len < UCT_RC_SHARE_RX_BATCH)) {
+        bad = "queue lengths must be positive, RX_QUEUE_LEN at least 16";
+    } else if ((config->seg_size < 64) ||
+               (config->seg_size > iface->port_attr.max_msg_sz)) {
+        bad = "UCX_RC_SHARE_SEG_SIZE is out of range";
+    } else if ((config->max_rd_atomic == 0) || (config->max_rd_atomic > 16)) {
+        bad = "UCX_RC_SHARE_MAX_RD_ATOMIC must be between 1 and 16";
+    } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0)) {
+        bad = "UCX_RC_SHARE_CONN_TIMEOUT and CONN_RETRY must be positive";
+    }
+
+    if (bad != NULL) {
+        ucs_error("rc_share: %s", bad);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_init_config(
+        uct_rc_share_iface_t *iface, const uct_rc_share_iface_config_t *config,
+        const uct_iface_params_t *params)
+{
+    size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
+                                               RX_HEADROOM, 0);
+    ucs_status_t status;
+
+    status = uct_rc_share_iface_check_config(iface, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface->config.seg_size           = config->seg_size;
+    iface->config.tx_qp_len          = config->tx_queue_len;
+    iface->config.max_inline         = config->max_inline;
+    iface->config.rx_payload_offset  = sizeof(uct_rc_share_rx_desc_t) +
+                                       sizeof(uct_recv_desc_t) + rx_headroom;
+    iface->config.rx_headroom_offset = iface->config.rx_payload_offset -
+                                       rx_headroom;
+    iface->config.path_mtu           = iface->port_attr.active_mtu;
+    iface->config.timeout            = uct_rc_share_encode_timeout(
+                                               config->timeout);
+    iface->config.retry_count        = config->retry_count;
+    iface->config.rnr_timeout        = uct_rc_share_encode_rnr_timer(
+                                               config->rnr_timeout);
+    iface->config.rnr_retry_count    = config->rnr_retry_count;
+    iface->config.max_rd_atomic      = config->max_rd_atomic;
+    iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
+    iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
+    return UCS_OK;
+}
+
+/* The device may offer less inline data than asked: learn it from a QP */
+static ucs_status_t uct_rc_share_iface_probe_inline(uct_rc_share_iface_t *iface)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp *qp;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.qp_type             = IBV_QPT_RC;
+    init_attr.send_cq             = iface->send_cq;
+    init_attr.recv_cq             = iface->recv_cq;
+    init_attr.srq                 = iface->srq;
+    init_attr.cap.max_send_wr     = iface->config.tx_qp_len;
+    init_attr.cap.max_send_sge    = UCT_RC_SHARE_MAX_SEND_SGE;
+    init_attr.cap.max_inline_data = iface->config.max_inline;
+
+    while ((qp = ibv_create_qp(iface->md->pd, &init_attr)) == NULL) {
+        if (init_attr.cap.max_inline_data == 0) {
+            ucs_error("%s: ibv_create_qp(RC, send_wr=%u) failed: %m",
+                      iface->md->dev_name, iface->config.tx_qp_len);
+            return UCS_ERR_NO_RESOURCE;
+        }
+        init_attr.cap.max_inline_data /= 2;
+    }
+
+    iface->config.max_inline = ucs_min(init_attr.cap.max_inline_data,
+                                       iface->config.max_inline);
+    ibv_destroy_qp(qp);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_iface_query_atomics(uct_rc_share_iface_t *iface)
+{
+    struct ibv_device_attr dev_attr;
+    int ret;
+
+    ret = ibv_query_device(iface->md->context, &dev_attr);
+    if (ret != 0) {
+        ucs_error("%s: ibv_query_device() failed: %s", iface->md->dev_name,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->has_atomics = dev_attr.atomic_cap != IBV_ATOMIC_NONE;
+    return UCS_OK;
+}
+
+static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_cleanup(iface);
+    if (iface->srq != NULL) {
+        ibv_destroy_srq(iface->srq);
+    }
+    /* Buffers go after the queues that could still write into them */
+    if (iface->rx_mp.data != NULL) {
+        ucs_mpool_cleanup(&iface->rx_mp, 0);
+    }
+    if (iface->tx_mp.data != NULL) {
+        ucs_mpool_cleanup(&iface->tx_mp, 1);
+    }
+    if (iface->send_cq != NULL) {
+        ibv_destroy_cq(iface->send_cq);
+    }
+    if (iface->recv_cq != NULL) {
+        ibv_destroy_cq(iface->recv_cq);
+    }
+    if (iface->comp_channel != NULL) {
+        ibv_destroy_comp_channel(iface->comp_channel);
+    }
 }
 
 static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
@@ -190,6 +865,14 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
                               params, tl_config
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_RC_SHARE_TL_NAME));
+
+    self->md           = md;
+    self->id           = ucs_generate_uuid((uintptr_t)self);
+    self->release_desc.cb = uct_rc_share_iface_release_desc;
+    ucs_list_head_init(&self->ep_list);
+    ucs_list_head_init(&self->conn.connecting);
+    ucs_list_head_init(&self->conn.passive);
+    ucs_arbiter_init(&self->arbiter);
 
     status = uct_ibshare_device_parse_port(params->mode.device.dev_name,
                                            md->dev_name, &self->port_num);
@@ -221,35 +904,139 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         return status;
     }
 
-    ucs_debug("%s:%d: rc_share iface %p, GID index %d", md->dev_name,
-              self->port_num, self, self->gid_index);
+    status = uct_rc_share_iface_init_config(self, config, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_rc_share_iface_query_atomics(self);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_rc_share_iface_create_queues(self, config);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_rc_share_iface_probe_inline(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
+                                  sizeof(uct_rc_share_tx_desc_t) +
+                                  self->config.seg_size,
+                                  sizeof(uct_rc_share_tx_desc_t),
+                                  UCS_SYS_CACHE_LINE_SIZE, &config->tx_mp,
+                                  config->tx_mp.bufs_grow,
+                                  uct_rc_share_tx_desc_init, "rc_share_tx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_iface_mpool_init(&self->super, &self->rx_mp,
+                                  self->config.rx_payload_offset +
+                                  self->config.seg_size,
+                                  self->config.rx_payload_offset,
+                                  UCS_SYS_CACHE_LINE_SIZE, &config->rx_mp,
+                                  config->rx_queue_len,
+                                  uct_rc_share_rx_desc_init, "rc_share_rx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    self->rx_to_post = config->rx_queue_len;
+    uct_rc_share_iface_refill_rx(self);
+    if (self->rx_to_post != 0) {
+        ucs_error("%s: could not post %u receive buffers",
+                  md->dev_name, config->rx_queue_len);
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    status = uct_rc_share_conn_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    ucs_debug("%s:%d: rc_share iface %p: GID index %d, MTU %d, inline %u, "
+              "UD QP 0x%x", md->dev_name, self->port_num, self,
+              self->gid_index, 128 << self->config.path_mtu,
+              self->config.max_inline, uct_rc_share_conn_ud_qpn(self));
     return UCS_OK;
+
+err:
+    uct_rc_share_iface_release(self);
+    return status;
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_iface_t)
 {
+    const uct_rc_share_counters_t *c = &self->counters;
+
+    if (!ucs_list_is_empty(&self->ep_list)) {
+        ucs_warn("rc_share iface %p closed with %zu endpoints still open",
+                 self, ucs_list_length(&self->ep_list));
+    }
+
+    ucs_info("rc_share %s:%d: sent %" PRIu64 " AM (%" PRIu64 " bytes), %"
+             PRIu64 " put (%" PRIu64 " bytes), %" PRIu64 " get (%" PRIu64
+             " bytes), %" PRIu64 " atomics; received %" PRIu64 " AM (%" PRIu64
+             " bytes); %" PRIu64 " endpoints, %" PRIu64 " passive QPs",
+             self->md->dev_name, self->port_num, c->am_ops, c->am_bytes,
+             c->put_ops, c->put_bytes, c->get_ops, c->get_bytes,
+             c->atomic_ops, c->rx_ops, c->rx_bytes, c->eps, c->passive_qps);
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    ucs_arbiter_cleanup(&self->arbiter);
+    uct_rc_share_iface_release(self);
 }
 
 UCS_CLASS_DEFINE(uct_rc_share_iface_t, uct_base_iface_t);
 
 static UCS_CLASS_DEFINE_DELETE_FUNC(uct_rc_share_iface_t, uct_iface_t);
-static uct_iface_ops_t uct_rc_share_iface_ops = {
+
+uct_iface_ops_t uct_rc_share_iface_ops = {
+    .ep_am_short              = uct_rc_share_ep_am_short,
+    .ep_am_short_iov          = uct_base_ep_am_short_iov,
+    .ep_am_bcopy              = uct_rc_share_ep_am_bcopy,
+    .ep_am_zcopy              = uct_rc_share_ep_am_zcopy,
+    .ep_put_short             = uct_rc_share_ep_put_short,
+    .ep_put_bcopy             = uct_rc_share_ep_put_bcopy,
+    .ep_put_zcopy             = uct_rc_share_ep_put_zcopy,
+    .ep_get_bcopy             = uct_rc_share_ep_get_bcopy,
+    .ep_get_zcopy             = uct_rc_share_ep_get_zcopy,
+    .ep_atomic64_post         = uct_rc_share_ep_atomic64_post,
+    .ep_atomic64_fetch        = uct_rc_share_ep_atomic64_fetch,
+    .ep_atomic_cswap64        = uct_rc_share_ep_atomic_cswap64,
+    .ep_atomic32_post         = (uct_ep_atomic32_post_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .ep_atomic32_fetch        = (uct_ep_atomic32_fetch_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .ep_atomic_cswap32        = (uct_ep_atomic_cswap32_func_t)
+                                        ucs_empty_function_return_unsupported,
+    .ep_pending_add           = uct_rc_share_ep_pending_add,
+    .ep_pending_purge         = uct_rc_share_ep_pending_purge,
+    .ep_flush                 = uct_rc_share_ep_flush,
+    .ep_fence                 = uct_rc_share_ep_fence,
+    .ep_check                 = uct_rc_share_ep_check,
     .ep_create                = uct_rc_share_ep_create,
-    .ep_destroy               = ucs_empty_function_do_assert_void,
-    .ep_flush                 = uct_base_ep_flush,
-    .ep_fence                 = uct_base_ep_fence,
-    .iface_flush              = uct_base_iface_flush,
-    .iface_fence              = uct_base_iface_fence,
-    .iface_progress_enable    = ucs_empty_function,
-    .iface_progress_disable   = ucs_empty_function,
-    .iface_progress           = ucs_empty_function_return_zero,
+    .ep_destroy               = uct_rc_share_ep_destroy,
+    .iface_flush              = uct_rc_share_iface_flush,
+    .iface_fence              = uct_rc_share_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_rc_share_iface_progress,
+    .iface_event_fd_get       = uct_rc_share_iface_event_fd_get,
+    .iface_event_arm          = uct_rc_share_iface_event_arm,
     .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_rc_share_iface_t),
     .iface_query              = uct_rc_share_iface_query,
     .iface_get_device_address = uct_rc_share_iface_get_device_address,
-    .iface_get_address        = ucs_empty_function_return_success,
+    .iface_get_address        = uct_rc_share_iface_get_address,
     .iface_is_reachable       = uct_rc_share_iface_is_reachable
 };
-
 
 UCS_CLASS_DEFINE_NEW_FUNC(uct_rc_share_iface_t, uct_iface_t, uct_md_h,
                           uct_worker_h, const uct_iface_params_t*,

@@ -1,0 +1,705 @@
+/**
+ * rc_share connection establishment: RC QP state transitions and the UD
+ * handshake (see rc_share_conn.h).
+ */
+#include "rc_share_conn.h"
+
+#include <ucs/debug/log_def.h>
+#include <ucs/debug/memtrack.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/time/time.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+
+#define UCT_RC_SHARE_CONN_QKEY      0x1ee7a330u
+#define UCT_RC_SHARE_CONN_RX_COUNT  64
+#define UCT_RC_SHARE_CONN_TX_COUNT  32
+#define UCT_RC_SHARE_GRH_LEN        40
+#define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
+#define UCT_RC_SHARE_PSN_MASK       0xffffffu
+#define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
+
+
+ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
+{
+    const uct_rc_share_conn_msg_t *msg = buf;
+
+    if (length != sizeof(*msg)) {
+        return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    if (msg->magic != UCT_RC_SHARE_CONN_MAGIC) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (msg->version != UCT_RC_SHARE_CONN_VERSION) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((msg->type < UCT_RC_SHARE_CONN_REQ) ||
+        (msg->type > UCT_RC_SHARE_CONN_DISC) ||
+        (msg->mtu < IBV_MTU_256) || (msg->mtu > IBV_MTU_4096) ||
+        (msg->rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->psn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->ud_qpn & ~UCT_RC_SHARE_PSN_MASK)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
+{
+    return iface->md->dev_name;
+}
+
+static void uct_rc_share_ah_attr_fill(const uct_rc_share_iface_t *iface,
+                                      const uct_rc_share_device_addr_t *dev,
+                                      struct ibv_ah_attr *ah_attr)
+{
+    memset(ah_attr, 0, sizeof(*ah_attr));
+    ah_attr->port_num = iface->port_num;
+    ah_attr->dlid     = dev->lid;
+    if ((dev->flags & UCT_RC_SHARE_ADDR_FLAG_ETH) ||
+        (dev->gid.global.subnet_prefix != iface->gid.global.subnet_prefix)) {
+        ah_attr->is_global      = 1;
+        ah_attr->grh.dgid       = dev->gid;
+        ah_attr->grh.sgid_index = iface->gid_index;
+        ah_attr->grh.hop_limit  = 64;
+    }
+}
+
+static struct ibv_ah *
+uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
+                       const uct_rc_share_device_addr_t *dev)
+{
+    struct ibv_ah_attr ah_attr;
+    struct ibv_ah *ah;
+
+    uct_rc_share_ah_attr_fill(iface, dev, &ah_attr);
+    ah = ibv_create_ah(iface->md->pd, &ah_attr);
+    if (ah == NULL) {
+        ucs_error("%s:%d: ibv_create_ah() failed: %m",
+                  uct_rc_share_dev_name(iface), iface->port_num);
+    }
+    return ah;
+}
+
+ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_qp **qp_p)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+    struct ibv_qp *qp;
+    int ret;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.qp_type          = IBV_QPT_RC;
+    init_attr.send_cq          = iface->send_cq;
+    init_attr.recv_cq          = iface->recv_cq;
+    init_attr.srq              = iface->srq;
+    init_attr.cap.max_send_wr  = iface->config.tx_qp_len;
+    init_attr.cap.max_send_sge = 2;
+    init_attr.cap.max_inline_data = iface->config.max_inline;
+    init_attr.sq_sig_all       = 1;
+
+    qp = ibv_create_qp(iface->md->pd, &init_attr);
+    if (qp == NULL) {
+        ucs_error("%s:%d: ibv_create_qp(RC, send_wr=%u inline=%u) failed: %m",
+                  uct_rc_share_dev_name(iface), iface->port_num,
+                  iface->config.tx_qp_len, iface->config.max_inline);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state        = IBV_QPS_INIT;
+    attr.pkey_index      = 0;
+    attr.port_num        = iface->port_num;
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                           IBV_ACCESS_REMOTE_ATOMIC;
+    ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (ret != 0) {
+        ucs_error("ibv_modify_qp(RC QP 0x%x, INIT) failed: %s", qp->qp_num,
+                  strerror(ret));
+        ibv_destroy_qp(qp);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    *qp_p = qp;
+    return UCS_OK;
+}
+
+/* INIT -> RTR -> RTS towards the remote QP */
+static ucs_status_t
+uct_rc_share_qp_connect(uct_rc_share_iface_t *iface, struct ibv_qp *qp,
+                        const uct_rc_share_device_addr_t *dev,
+                        uint32_t remote_qpn, uint32_t remote_psn,
+                        uint32_t local_psn, enum ibv_mtu remote_mtu)
+{
+    struct ibv_qp_attr attr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state           = IBV_QPS_RTR;
+    attr.path_mtu           = ucs_min(iface->config.path_mtu, remote_mtu);
+    attr.dest_qp_num        = remote_qpn;
+    attr.rq_psn             = remote_psn;
+    attr.max_dest_rd_atomic = iface->config.max_rd_atomic;
+    attr.min_rnr_timer      = iface->config.rnr_timeout;
+    uct_rc_share_ah_attr_fill(iface, dev, &attr.ah_attr);
+    ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                   IBV_QP_MAX_DEST_RD_ATOMIC |
+                                   IBV_QP_MIN_RNR_TIMER);
+    if (ret != 0) {
+        ucs_error("ibv_modify_qp(RC QP 0x%x, RTR, dest 0x%x) failed: %s",
+                  qp->qp_num, remote_qpn, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state      = IBV_QPS_RTS;
+    attr.sq_psn        = local_psn;
+    attr.timeout       = iface->config.timeout;
+    attr.retry_cnt     = iface->config.retry_count;
+    attr.rnr_retry     = iface->config.rnr_retry_count;
+    attr.max_rd_atomic = iface->config.max_rd_atomic;
+    ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+    if (ret != 0) {
+        ucs_error("ibv_modify_qp(RC QP 0x%x, RTS) failed: %s", qp->qp_num,
+                  strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    return UCS_OK;
+}
+
+static uint32_t uct_rc_share_psn_generate(void)
+{
+    return (uint32_t)ucs_generate_uuid(0) & UCT_RC_SHARE_PSN_MASK;
+}
+
+/* ------------------------------------------------------------ UD QP */
+
+static void uct_rc_share_conn_post_recv(uct_rc_share_iface_t *iface,
+                                        unsigned index)
+{
+    struct ibv_recv_wr wr, *bad_wr;
+    struct ibv_sge sge;
+    int ret;
+
+    sge.addr   = (uintptr_t)iface->conn.rx_bufs +
+                 (index * UCT_RC_SHARE_CONN_BUF_SIZE);
+    sge.length = UCT_RC_SHARE_CONN_BUF_SIZE;
+    sge.lkey   = iface->conn.rx_mr->lkey;
+    wr.wr_id   = index;
+    wr.next    = NULL;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+
+    ret = ibv_post_recv(iface->conn.qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_error("ibv_post_recv(UD) failed: %s", strerror(ret));
+    }
+}
+
+static ucs_status_t uct_rc_share_conn_send(uct_rc_share_iface_t *iface,
+                                           struct ibv_ah *ah, uint32_t ud_qpn,
+                                           const uct_rc_share_conn_msg_t *msg)
+{
+    struct ibv_send_wr wr, *bad_wr;
+    struct ibv_sge sge;
+    void *buf;
+    int ret;
+
+    if (iface->conn.tx_available == 0) {
+        return UCS_ERR_NO_RESOURCE; /* the caller's retry timer resends */
+    }
+
+    buf = UCS_PTR_BYTE_OFFSET(iface->conn.tx_buf,
+                              iface->conn.tx_next * UCT_RC_SHARE_CONN_BUF_SIZE);
+    memcpy(buf, msg, sizeof(*msg));
+
+    sge.addr              = (uintptr_t)buf;
+    sge.length            = sizeof(*msg);
+    sge.lkey              = iface->conn.tx_mr->lkey;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id              = UCT_RC_SHARE_CONN_SEND_WR;
+    wr.opcode             = IBV_WR_SEND;
+    wr.send_flags         = IBV_SEND_SIGNALED;
+    wr.sg_list            = &sge;
+    wr.num_sge            = 1;
+    wr.wr.ud.ah           = ah;
+    wr.wr.ud.remote_qpn   = ud_qpn;
+    wr.wr.ud.remote_qkey  = UCT_RC_SHARE_CONN_QKEY;
+
+    ret = ibv_post_send(iface->conn.qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_error("ibv_post_send(UD) failed: %s", strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    --iface->conn.tx_available;
+    iface->conn.tx_next = (iface->conn.tx_next + 1) % UCT_RC_SHARE_CONN_TX_COUNT;
+    return UCS_OK;
+}
+
+static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
+                                       uct_rc_share_conn_msg_t *msg,
+                                       uct_rc_share_conn_msg_type_t type)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->magic        = UCT_RC_SHARE_CONN_MAGIC;
+    msg->version      = UCT_RC_SHARE_CONN_VERSION;
+    msg->type         = type;
+    msg->mtu          = iface->config.path_mtu;
+    msg->src_iface_id = iface->id;
+    msg->ud_qpn       = iface->conn.qp->qp_num;
+    msg->dev.flags    = (iface->port_attr.link_layer ==
+                         IBV_LINK_LAYER_ETHERNET) ?
+                        UCT_RC_SHARE_ADDR_FLAG_ETH : 0;
+    msg->dev.lid      = iface->port_attr.lid;
+    msg->dev.gid      = iface->gid;
+}
+
+static ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+    int ret;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.qp_type          = IBV_QPT_UD;
+    init_attr.send_cq          = iface->conn.cq;
+    init_attr.recv_cq          = iface->conn.cq;
+    init_attr.cap.max_send_wr  = UCT_RC_SHARE_CONN_TX_COUNT;
+    init_attr.cap.max_recv_wr  = UCT_RC_SHARE_CONN_RX_COUNT;
+    init_attr.cap.max_send_sge = 1;
+    init_attr.cap.max_recv_sge = 1;
+
+    iface->conn.qp = ibv_create_qp(iface->md->pd, &init_attr);
+    if (iface->conn.qp == NULL) {
+        ucs_error("%s: ibv_create_qp(UD) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state   = IBV_QPS_INIT;
+    attr.pkey_index = 0;
+    attr.port_num   = iface->port_num;
+    attr.qkey       = UCT_RC_SHARE_CONN_QKEY;
+    ret = ibv_modify_qp(iface->conn.qp, &attr, IBV_QP_STATE |
+                        IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+    if (ret == 0) {
+        attr.qp_state = IBV_QPS_RTR;
+        ret = ibv_modify_qp(iface->conn.qp, &attr, IBV_QP_STATE);
+    }
+    if (ret == 0) {
+        attr.qp_state = IBV_QPS_RTS;
+        attr.sq_psn   = uct_rc_share_psn_generate();
+        ret = ibv_modify_qp(iface->conn.qp, &attr,
+                            IBV_QP_STATE | IBV_QP_SQ_PSN);
+    }
+    if (ret != 0) {
+        ucs_error("%s: ibv_modify_qp(UD) failed: %s",
+                  uct_rc_share_dev_name(iface), strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    return UCS_OK;
+}
+
+static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
+{
+    size_t rx_size = UCT_RC_SHARE_CONN_RX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
+    size_t tx_size = UCT_RC_SHARE_CONN_TX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
+
+    iface->conn.rx_bufs = ucs_calloc(1, rx_size, "rc_share conn rx");
+    iface->conn.tx_buf  = ucs_calloc(1, tx_size, "rc_share conn tx");
+    if ((iface->conn.rx_bufs == NULL) || (iface->conn.tx_buf == NULL)) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    iface->conn.rx_mr = ibv_reg_mr(iface->md->pd, iface->conn.rx_bufs,
+                                   rx_size, IBV_ACCESS_LOCAL_WRITE);
+    iface->conn.tx_mr = ibv_reg_mr(iface->md->pd, iface->conn.tx_buf,
+                                   tx_size, 0);
+    if ((iface->conn.rx_mr == NULL) || (iface->conn.tx_mr == NULL)) {
+        ucs_error("%s: ibv_reg_mr(handshake buffers) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    iface->conn.tx_available = UCT_RC_SHARE_CONN_TX_COUNT;
+    return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
+{
+    ucs_status_t status;
+    unsigned i;
+
+    UCS_STATIC_ASSERT(UCT_RC_SHARE_GRH_LEN + sizeof(uct_rc_share_conn_msg_t) <=
+                      UCT_RC_SHARE_CONN_BUF_SIZE);
+
+    ucs_list_head_init(&iface->conn.connecting);
+    ucs_list_head_init(&iface->conn.passive);
+    iface->conn.next_conn_id = 1;
+
+    iface->conn.cq = ibv_create_cq(iface->md->context,
+                                   UCT_RC_SHARE_CONN_RX_COUNT +
+                                   UCT_RC_SHARE_CONN_TX_COUNT, NULL, NULL, 0);
+    if (iface->conn.cq == NULL) {
+        ucs_error("%s: ibv_create_cq(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_rc_share_conn_bufs_alloc(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_rc_share_ud_qp_create(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (i = 0; i < UCT_RC_SHARE_CONN_RX_COUNT; ++i) {
+        uct_rc_share_conn_post_recv(iface, i);
+    }
+    return UCS_OK;
+}
+
+static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
+                                         uct_rc_share_passive_t *passive)
+{
+    ucs_list_del(&passive->list);
+    if (ibv_destroy_qp(passive->qp) != 0) {
+        ucs_warn("ibv_destroy_qp(passive RC QP) failed: %m");
+    }
+    if (passive->ah != NULL) {
+        ibv_destroy_ah(passive->ah);
+    }
+    ucs_free(passive);
+}
+
+void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_passive_t *passive, *tmp;
+
+    ucs_list_for_each_safe(passive, tmp, &iface->conn.passive, list) {
+        uct_rc_share_passive_destroy(iface, passive);
+    }
+
+    if (iface->conn.qp != NULL) {
+        ibv_destroy_qp(iface->conn.qp);
+    }
+    if (iface->conn.rx_mr != NULL) {
+        ibv_dereg_mr(iface->conn.rx_mr);
+    }
+    if (iface->conn.tx_mr != NULL) {
+        ibv_dereg_mr(iface->conn.tx_mr);
+    }
+    if (iface->conn.cq != NULL) {
+        ibv_destroy_cq(iface->conn.cq);
+    }
+    ucs_free(iface->conn.rx_bufs);
+    ucs_free(iface->conn.tx_buf);
+}
+
+uint32_t uct_rc_share_conn_ud_qpn(const uct_rc_share_iface_t *iface)
+{
+    return iface->conn.qp->qp_num;
+}
+
+/* ------------------------------------------------------------ requester */
+
+static void uct_rc_share_conn_send_req(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_conn_msg_t msg;
+
+    uct_rc_share_conn_msg_init(iface, &msg, UCT_RC_SHARE_CONN_REQ);
+    msg.src_conn_id = ep->conn_id;
+    msg.rc_qpn      = ep->qp->qp_num;
+    msg.psn         = ep->psn;
+    (void)uct_rc_share_conn_send(iface, ep->ah, ep->remote_ud_qpn, &msg);
+    ep->conn_next_retry = ucs_get_time() + iface->config.conn_retry;
+}
+
+ucs_status_t uct_rc_share_conn_start(uct_rc_share_ep_t *ep,
+                                     const uct_rc_share_device_addr_t *dev,
+                                     const uct_rc_share_iface_addr_t *addr)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+
+    ep->remote_dev    = *dev;
+    ep->remote_ud_qpn = addr->qpn[0] | (addr->qpn[1] << 8) |
+                        ((uint32_t)addr->qpn[2] << 16);
+    ep->remote_mtu    = (enum ibv_mtu)addr->mtu;
+    ep->conn_id       = iface->conn.next_conn_id++;
+    ep->psn           = uct_rc_share_psn_generate();
+    ep->ah            = uct_rc_share_ah_create(iface, dev);
+    if (ep->ah == NULL) {
+        return UCS_ERR_UNREACHABLE;
+    }
+
+    ep->state         = UCT_RC_SHARE_EP_CONNECTING;
+    ep->conn_deadline = ucs_get_time() + iface->config.conn_timeout;
+    ucs_list_add_tail(&iface->conn.connecting, &ep->conn_list);
+    uct_rc_share_conn_send_req(ep);
+    return UCS_OK;
+}
+
+void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_conn_msg_t msg;
+
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        ucs_list_del(&ep->conn_list);
+    }
+
+    if (ep->ah == NULL) {
+        return;
+    }
+
+    /* Best effort: if lost, the target drops its QP when its iface closes */
+    uct_rc_share_conn_msg_init(iface, &msg, UCT_RC_SHARE_CONN_DISC);
+    msg.src_conn_id = ep->conn_id;
+    (void)uct_rc_share_conn_send(iface, ep->ah, ep->remote_ud_qpn, &msg);
+
+    /* The AH may still be in use by that send: wait for it */
+    while (iface->conn.tx_available < UCT_RC_SHARE_CONN_TX_COUNT) {
+        if (uct_rc_share_conn_progress(iface) == 0) {
+            break;
+        }
+    }
+    ibv_destroy_ah(ep->ah);
+    ep->ah = NULL;
+}
+
+static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
+                                         const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_ep_t *ep;
+    ucs_status_t status;
+
+    ucs_list_for_each(ep, &iface->conn.connecting, conn_list) {
+        if (ep->conn_id != msg->dst_conn_id) {
+            continue;
+        }
+
+        ucs_list_del(&ep->conn_list);
+        status = uct_rc_share_qp_connect(iface, ep->qp, &ep->remote_dev,
+                                         msg->rc_qpn, msg->psn, ep->psn,
+                                         (enum ibv_mtu)msg->mtu);
+        if (status != UCS_OK) {
+            if (uct_rc_share_ep_set_failed(ep, status)) {
+                uct_rc_share_ep_report_failure(ep);
+            }
+            return;
+        }
+        ucs_debug("ep %p: QP 0x%x connected to 0x%x", ep, ep->qp->qp_num,
+                  msg->rc_qpn);
+        uct_rc_share_ep_connected(ep);
+        return;
+    }
+    /* A duplicate reply of a connection made already: nothing to do */
+}
+
+static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface)
+{
+    ucs_time_t now = ucs_get_time();
+    uct_rc_share_ep_t *ep, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->conn.connecting, conn_list) {
+        if (now >= ep->conn_deadline) {
+            ucs_list_del(&ep->conn_list);
+            ucs_diag("%s:%d: no answer to the connection request of ep %p "
+                     "within %.1f s", uct_rc_share_dev_name(iface),
+                     iface->port_num, ep,
+                     ucs_time_to_sec(iface->config.conn_timeout));
+            if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
+                uct_rc_share_ep_report_failure(ep);
+            }
+            ++count;
+        } else if (now >= ep->conn_next_retry) {
+            uct_rc_share_conn_send_req(ep);
+            ++count;
+        }
+    }
+    return count;
+}
+
+/* ------------------------------------------------------------ target */
+
+static uct_rc_share_passive_t *
+uct_rc_share_passive_find(uct_rc_share_iface_t *iface,
+                          const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_passive_t *passive;
+
+    ucs_list_for_each(passive, &iface->conn.passive, list) {
+        if ((passive->src_iface_id == msg->src_iface_id) &&
+            (passive->src_conn_id == msg->src_conn_id)) {
+            return passive;
+        }
+    }
+    return NULL;
+}
+
+static void uct_rc_share_conn_send_rep(uct_rc_share_iface_t *iface,
+                                       const uct_rc_share_passive_t *passive,
+                                       uint32_t ud_qpn)
+{
+    uct_rc_share_conn_msg_t rep;
+
+    uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_REP);
+    rep.dst_conn_id = passive->src_conn_id;
+    rep.rc_qpn      = passive->qp->qp_num;
+    rep.psn         = passive->psn;
+    (void)uct_rc_share_conn_send(iface, passive->ah, ud_qpn, &rep);
+}
+
+static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
+                                         const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_passive_t *passive;
+    ucs_status_t status;
+
+    passive = uct_rc_share_passive_find(iface, msg);
+    if (passive != NULL) {
+        /* Our reply was lost or late: send it again */
+        uct_rc_share_conn_send_rep(iface, passive, msg->ud_qpn);
+        return;
+    }
+
+    passive = ucs_calloc(1, sizeof(*passive), "rc_share passive");
+    if (passive == NULL) {
+        return; /* the requester retries */
+    }
+
+    passive->src_iface_id = msg->src_iface_id;
+    passive->src_conn_id  = msg->src_conn_id;
+    passive->psn          = uct_rc_share_psn_generate();
+    passive->ah           = uct_rc_share_ah_create(iface, &msg->dev);
+    if (passive->ah == NULL) {
+        ucs_free(passive);
+        return;
+    }
+
+    status = uct_rc_share_qp_create(iface, &passive->qp);
+    if (status == UCS_OK) {
+        status = uct_rc_share_qp_connect(iface, passive->qp, &msg->dev,
+                                         msg->rc_qpn, msg->psn, passive->psn,
+                                         (enum ibv_mtu)msg->mtu);
+        if (status != UCS_OK) {
+            ibv_destroy_qp(passive->qp);
+        }
+    }
+    if (status != UCS_OK) {
+        ibv_destroy_ah(passive->ah);
+        ucs_free(passive);
+        return;
+    }
+
+    ucs_list_add_tail(&iface->conn.passive, &passive->list);
+    ++iface->counters.passive_qps;
+    ucs_debug("passive QP 0x%x for requester QP 0x%x", passive->qp->qp_num,
+              msg->rc_qpn);
+    uct_rc_share_conn_send_rep(iface, passive, msg->ud_qpn);
+}
+
+static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
+                                          const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_passive_t *passive = uct_rc_share_passive_find(iface, msg);
+
+    if (passive != NULL) {
+        uct_rc_share_passive_destroy(iface, passive);
+    }
+}
+
+static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
+                                         const void *buf, size_t length)
+{
+    const uct_rc_share_conn_msg_t *msg = buf;
+    ucs_status_t status;
+
+    status = uct_rc_share_conn_msg_check(buf, length);
+    if (status != UCS_OK) {
+        ucs_diag("%s:%d: dropped a malformed handshake message (%zu bytes): "
+                 "%s", uct_rc_share_dev_name(iface), iface->port_num, length,
+                 ucs_status_string(status));
+        return;
+    }
+
+    switch (msg->type) {
+    case UCT_RC_SHARE_CONN_REQ:
+        uct_rc_share_conn_handle_req(iface, msg);
+        break;
+    case UCT_RC_SHARE_CONN_REP:
+        uct_rc_share_conn_handle_rep(iface, msg);
+        break;
+    case UCT_RC_SHARE_CONN_DISC:
+        uct_rc_share_conn_handle_disc(iface, msg);
+        break;
+    }
+}
+
+unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
+{
+    struct ibv_wc wc[8];
+    unsigned count = 0;
+    void *buf;
+    int i, n;
+
+    /* wc.opcode is undefined in error completions: tell by wr_id */
+    n = ibv_poll_cq(iface->conn.cq, ucs_static_array_size(wc), wc);
+    for (i = 0; i < n; ++i) {
+        if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
+            ++iface->conn.tx_available;
+            if ((wc[i].status != IBV_WC_SUCCESS) &&
+                (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+                ucs_diag("%s: handshake send failed: %s",
+                         uct_rc_share_dev_name(iface),
+                         ibv_wc_status_str(wc[i].status));
+            }
+            continue;
+        }
+
+        if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+            continue; /* the QP is going away */
+        }
+
+        if ((wc[i].status == IBV_WC_SUCCESS) &&
+            (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
+            buf = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs,
+                                      wc[i].wr_id * UCT_RC_SHARE_CONN_BUF_SIZE);
+            uct_rc_share_conn_handle_msg(iface,
+                                         UCS_PTR_BYTE_OFFSET(buf,
+                                                 UCT_RC_SHARE_GRH_LEN),
+                                         wc[i].byte_len - UCT_RC_SHARE_GRH_LEN);
+        } else {
+            ucs_diag("%s: handshake receive failed: %s",
+                     uct_rc_share_dev_name(iface),
+                     ibv_wc_status_str(wc[i].status));
+        }
+        uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
+    }
+
+    count += (n > 0) ? n : 0;
+    if (!ucs_list_is_empty(&iface->conn.connecting)) {
+        count += uct_rc_share_conn_timers(iface);
+    }
+    return count;
+}

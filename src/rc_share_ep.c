@@ -1,0 +1,839 @@
+/**
+ * rc_share endpoint: one function per UCT operation, on one RC QP.
+ *
+ * Every work request is signaled: its completion returns the send-queue and
+ * CQ credits, completes the user's completion and delivers fetched data. A
+ * request without a descriptor posts the endpoint as its wr_id, tagged by
+ * bit 0; one with a descriptor posts the descriptor.
+ */
+#include "rc_share.h"
+#include "rc_share_conn.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log_def.h>
+#include <ucs/debug/memtrack.h>
+#include <ucs/time/time.h>
+#include <ucs/type/class.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+
+
+#define UCT_RC_SHARE_MAX_SGE 4
+
+
+typedef struct uct_rc_share_flush_req {
+    ucs_queue_elem_t          queue;
+    uct_completion_t          *comp;
+    uint64_t                  sn;          /* done when tx_completed reaches it */
+} uct_rc_share_flush_req_t;
+
+
+static UCS_F_ALWAYS_INLINE uct_rc_share_iface_t *
+uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_rc_share_iface_t);
+}
+
+/* Whether a new operation may be posted now */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    if (ucs_likely((ep->state == UCT_RC_SHARE_EP_CONNECTED) &&
+                   (ep->sq_available > 0) && (iface->tx_cq_available > 0))) {
+        return UCS_OK;
+    }
+
+    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+
+    return UCS_ERR_NO_RESOURCE;
+}
+
+#define UCT_RC_SHARE_EP_CHECK_TX(_ep) \
+    { \
+        ucs_status_t _status = uct_rc_share_ep_check_tx(_ep); \
+        if (ucs_unlikely(_status != UCS_OK)) { \
+            return _status; \
+        } \
+    }
+
+#define UCT_RC_SHARE_GET_TX_DESC(_iface, _desc) \
+    { \
+        (_desc) = ucs_mpool_get_inline(&(_iface)->tx_mp); \
+        if (ucs_unlikely((_desc) == NULL)) { \
+            return UCS_ERR_NO_RESOURCE; \
+        } \
+    }
+
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_tx_desc_setup(uct_rc_share_tx_desc_t *desc, uct_rc_share_ep_t *ep,
+                           uct_completion_t *comp,
+                           uct_rc_share_tx_handler_t handler)
+{
+    desc->ep      = ep;
+    desc->comp    = comp;
+    desc->handler = handler;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                     uct_rc_share_tx_desc_t *desc)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    wr->wr_id       = (desc != NULL) ? (uintptr_t)desc : ((uintptr_t)ep | 1);
+    wr->next        = NULL;
+    wr->send_flags |= IBV_SEND_SIGNALED | (ep->fence ? IBV_SEND_FENCE : 0);
+
+    ret = ibv_post_send(ep->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("ibv_post_send(QP 0x%x) failed: %s", ep->qp->qp_num,
+                  strerror(ret));
+        if (desc != NULL) {
+            ucs_mpool_put_inline(desc);
+        }
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ep->fence = 0;
+    --ep->sq_available;
+    --iface->tx_cq_available;
+    ++ep->tx_posted;
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
+                     struct ibv_sge *sge, int num_sge, uint64_t remote_addr,
+                     uct_rkey_t rkey)
+{
+    wr->opcode              = opcode;
+    wr->send_flags          = 0;
+    wr->sg_list             = sge;
+    wr->num_sge             = num_sge;
+    wr->wr.rdma.remote_addr = remote_addr;
+    wr->wr.rdma.rkey        = (uint32_t)rkey;
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_wr_am(struct ibv_send_wr *wr, uint8_t id, struct ibv_sge *sge,
+                   int num_sge)
+{
+    wr->opcode     = IBV_WR_SEND_WITH_IMM;
+    wr->send_flags = 0;
+    wr->imm_data   = htonl(id);
+    wr->sg_list    = sge;
+    wr->num_sge    = num_sge;
+}
+
+/* Scatter list of a zero-copy request; returns the number of entries used */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_iov_to_sge(struct ibv_sge *sge, const uct_iov_t *iov,
+                        size_t iovcnt)
+{
+    int num_sge = 0;
+    size_t i;
+
+    for (i = 0; i < iovcnt; ++i) {
+        if (iov[i].length == 0) {
+            continue;
+        }
+        sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
+        sge[num_sge].length = uct_iov_get_length(&iov[i]);
+        sge[num_sge].lkey   = ((const uct_ibshare_mem_t*)iov[i].memh)->lkey;
+        ++num_sge;
+    }
+    return num_sge;
+}
+
+/* ------------------------------------------------------------ AM */
+
+ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
+                                      uint64_t header, const void *payload,
+                                      unsigned length)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    struct ibv_send_wr wr;
+    struct ibv_sge sge[2];
+    ucs_status_t status;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(sizeof(header) + length, 0, iface->config.max_inline,
+                     "am_short");
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+
+    sge[0].addr   = (uintptr_t)&header;
+    sge[0].length = sizeof(header);
+    sge[0].lkey   = 0;
+    sge[1].addr   = (uintptr_t)payload;
+    sge[1].length = length;
+    sge[1].lkey   = 0;
+    uct_rc_share_wr_am(&wr, id, sge, 2);
+    wr.send_flags = IBV_SEND_INLINE;
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, payload,
+                       length, "TX: AM_SHORT");
+    status = uct_rc_share_ep_post(ep, &wr, NULL);
+    if (ucs_likely(status == UCS_OK)) {
+        iface->counters.am_ops++;
+        iface->counters.am_bytes += sizeof(header) + length;
+    }
+    return status;
+}
+
+ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                                 uct_pack_callback_t pack_cb, void *arg,
+                                 unsigned flags)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    length = pack_cb(desc->data, arg);
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_bcopy");
+    uct_rc_share_tx_desc_setup(desc, ep, NULL, NULL);
+
+    sge.addr   = (uintptr_t)desc->data;
+    sge.length = length;
+    sge.lkey   = desc->lkey;
+    uct_rc_share_wr_am(&wr, id, &sge, 1);
+    if (length <= iface->config.max_inline) {
+        wr.send_flags = IBV_SEND_INLINE;
+    }
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, desc->data,
+                       length, "TX: AM_BCOPY");
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    iface->counters.am_ops++;
+    iface->counters.am_bytes += length;
+    return length;
+}
+
+ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                      const void *header,
+                                      unsigned header_length,
+                                      const uct_iov_t *iov, size_t iovcnt,
+                                      unsigned flags, uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    struct ibv_sge sge[UCT_RC_SHARE_MAX_SGE];
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    ucs_status_t status;
+    size_t length;
+    int num_sge;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SGE - 1, "am_zcopy");
+    length = header_length + uct_iov_total_length(iov, iovcnt);
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_zcopy");
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    /* The header travels from the descriptor, the payload from user memory */
+    memcpy(desc->data, header, header_length);
+    uct_rc_share_tx_desc_setup(desc, ep, comp, NULL);
+    sge[0].addr   = (uintptr_t)desc->data;
+    sge[0].length = header_length;
+    sge[0].lkey   = desc->lkey;
+    num_sge       = 1 + uct_rc_share_iov_to_sge(&sge[1], iov, iovcnt);
+    uct_rc_share_wr_am(&wr, id, sge, num_sge);
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, header,
+                       header_length, "TX: AM_ZCOPY");
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    iface->counters.am_ops++;
+    iface->counters.am_bytes += length;
+    return UCS_INPROGRESS;
+}
+
+/* ------------------------------------------------------------ RMA */
+
+ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                       unsigned length, uint64_t remote_addr,
+                                       uct_rkey_t rkey)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+
+    sge.addr   = (uintptr_t)buffer;
+    sge.length = length;
+    sge.lkey   = 0;
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    wr.send_flags = IBV_SEND_INLINE;
+
+    status = uct_rc_share_ep_post(ep, &wr, NULL);
+    if (ucs_likely(status == UCS_OK)) {
+        iface->counters.put_ops++;
+        iface->counters.put_bytes += length;
+    }
+    return status;
+}
+
+ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                  void *arg, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+    size_t length;
+
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    length = pack_cb(desc->data, arg);
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
+    uct_rc_share_tx_desc_setup(desc, ep, NULL, NULL);
+
+    sge.addr   = (uintptr_t)desc->data;
+    sge.length = length;
+    sge.lkey   = desc->lkey;
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    iface->counters.put_ops++;
+    iface->counters.put_bytes += length;
+    return length;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
+                           const uct_iov_t *iov, size_t iovcnt,
+                           uint64_t remote_addr, uct_rkey_t rkey,
+                           uct_completion_t *comp)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    struct ibv_sge sge[UCT_RC_SHARE_MAX_SGE];
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    ucs_status_t status;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SGE, "rdma_zcopy");
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    uct_rc_share_tx_desc_setup(desc, ep, comp, NULL);
+    uct_rc_share_wr_rdma(&wr, opcode, sge,
+                         uct_rc_share_iov_to_sge(sge, iov, iovcnt),
+                         remote_addr, rkey);
+
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    return (status == UCS_OK) ? UCS_INPROGRESS : status;
+}
+
+ucs_status_t uct_rc_share_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                       size_t iovcnt, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    ucs_status_t status;
+
+    status = uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
+                                        remote_addr, rkey, comp);
+    if (status == UCS_INPROGRESS) {
+        iface->counters.put_ops++;
+        iface->counters.put_bytes += uct_iov_total_length(iov, iovcnt);
+    }
+    return status;
+}
+
+static void uct_rc_share_get_bcopy_handler(uct_rc_share_tx_desc_t *desc)
+{
+    desc->get.cb(desc->get.arg, desc->data, desc->get.length);
+}
+
+ucs_status_t uct_rc_share_ep_get_bcopy(uct_ep_h tl_ep,
+                                       uct_unpack_callback_t unpack_cb,
+                                       void *arg, size_t length,
+                                       uint64_t remote_addr, uct_rkey_t rkey,
+                                       uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    uct_rc_share_tx_desc_setup(desc, ep, comp, uct_rc_share_get_bcopy_handler);
+    desc->get.cb     = unpack_cb;
+    desc->get.arg    = arg;
+    desc->get.length = length;
+
+    sge.addr   = (uintptr_t)desc->data;
+    sge.length = length;
+    sge.lkey   = desc->lkey;
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
+
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    iface->counters.get_ops++;
+    iface->counters.get_bytes += length;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_rc_share_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                       size_t iovcnt, uint64_t remote_addr,
+                                       uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    ucs_status_t status;
+
+    status = uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_READ, iov, iovcnt,
+                                        remote_addr, rkey, comp);
+    if (status == UCS_INPROGRESS) {
+        iface->counters.get_ops++;
+        iface->counters.get_bytes += uct_iov_total_length(iov, iovcnt);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------ atomics */
+
+static void uct_rc_share_atomic_fetch_handler(uct_rc_share_tx_desc_t *desc)
+{
+    /* Plain verbs returns the old value in host order (rxe, and mlx5
+     * without the big-endian reply mode that only mlx5 DV can select) */
+    memcpy(desc->result, desc->data, sizeof(uint64_t));
+}
+
+static ucs_status_t
+uct_rc_share_ep_atomic(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
+                       uint64_t compare_add, uint64_t swap,
+                       uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result,
+                       uct_completion_t *comp)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_tx_desc_t *desc;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    ucs_status_t status;
+
+    UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
+
+    uct_rc_share_tx_desc_setup(desc, ep, comp,
+                               (result != NULL) ?
+                               uct_rc_share_atomic_fetch_handler : NULL);
+    desc->result = result;
+
+    /* The old value always lands somewhere: in the descriptor */
+    sge.addr                  = (uintptr_t)desc->data;
+    sge.length                = sizeof(uint64_t);
+    sge.lkey                  = desc->lkey;
+    wr.opcode                 = opcode;
+    wr.send_flags             = 0;
+    wr.sg_list                = &sge;
+    wr.num_sge                = 1;
+    wr.wr.atomic.remote_addr  = remote_addr;
+    wr.wr.atomic.compare_add  = compare_add;
+    wr.wr.atomic.swap         = swap;
+    wr.wr.atomic.rkey         = (uint32_t)rkey;
+
+    status = uct_rc_share_ep_post(ep, &wr, desc);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    iface->counters.atomic_ops++;
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t uct_rc_share_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                           uint64_t value,
+                                           uint64_t remote_addr,
+                                           uct_rkey_t rkey)
+{
+    if (opcode != UCT_ATOMIC_OP_ADD) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_rc_share_ep_atomic(ucs_derived_of(tl_ep, uct_rc_share_ep_t),
+                                  IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                                  remote_addr, rkey, NULL, NULL);
+}
+
+ucs_status_t uct_rc_share_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                            uct_atomic_op_t opcode,
+                                            uint64_t value, uint64_t *result,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey,
+                                            uct_completion_t *comp)
+{
+    if (opcode != UCT_ATOMIC_OP_ADD) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    return uct_rc_share_ep_atomic(ucs_derived_of(tl_ep, uct_rc_share_ep_t),
+                                  IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                                  remote_addr, rkey, result, comp);
+}
+
+ucs_status_t uct_rc_share_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                            uint64_t swap,
+                                            uint64_t remote_addr,
+                                            uct_rkey_t rkey, uint64_t *result,
+                                            uct_completion_t *comp)
+{
+    return uct_rc_share_ep_atomic(ucs_derived_of(tl_ep, uct_rc_share_ep_t),
+                                  IBV_WR_ATOMIC_CMP_AND_SWP, compare, swap,
+                                  remote_addr, rkey, result, comp);
+}
+
+/* ------------------------------------------------------------ flush */
+
+ucs_status_t uct_rc_share_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    ucs_derived_of(tl_ep, uct_rc_share_ep_t)->fence = 1;
+    return UCS_OK;
+}
+
+/* Moves the QP to the error state: outstanding requests complete flushed */
+static void uct_rc_share_ep_qp_error(uct_rc_share_ep_t *ep)
+{
+    struct ibv_qp_attr attr;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_ERR;
+    (void)ibv_modify_qp(ep->qp, &attr, IBV_QP_STATE);
+}
+
+ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                   uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_flush_req_t *req;
+
+    if (flags & UCT_FLUSH_FLAG_CANCEL) {
+        if (ep->state != UCT_RC_SHARE_EP_CONNECTING) {
+            uct_rc_share_ep_qp_error(ep);
+        }
+        uct_ep_pending_purge(tl_ep, ucs_empty_function, NULL);
+    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
+    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    if (ep->tx_posted == ep->tx_completed) {
+        return UCS_OK;
+    }
+
+    if (comp != NULL) {
+        req = ucs_malloc(sizeof(*req), "rc_share flush");
+        if (req == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        req->comp = comp;
+        req->sn   = ep->tx_posted;
+        ucs_queue_push(&ep->flush_reqs, &req->queue);
+    }
+    return UCS_INPROGRESS;
+}
+
+void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count)
+{
+    uct_rc_share_flush_req_t *req;
+    ucs_status_t status;
+
+    ep->sq_available += count;
+    ep->tx_completed += count;
+
+    status = (ep->state == UCT_RC_SHARE_EP_FAILED) ?
+             UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
+    while (!ucs_queue_is_empty(&ep->flush_reqs)) {
+        req = ucs_queue_head_elem_non_empty(&ep->flush_reqs,
+                                            uct_rc_share_flush_req_t, queue);
+        if (req->sn > ep->tx_completed) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&ep->flush_reqs);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
+}
+
+/* Zero-byte RDMA write: acknowledged by a live peer, fails on a dead one */
+ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                   uct_completion_t *comp)
+{
+    uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    struct ibv_send_wr wr;
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+
+    if ((ep->state != UCT_RC_SHARE_EP_CONNECTED) ||
+        (ep->tx_posted != ep->tx_completed)) {
+        /* Connecting, failed (already reported), or traffic in flight
+         * whose completion tells the same */
+        return UCS_OK;
+    }
+
+    if (uct_rc_share_ep_check_tx(ep) != UCS_OK) {
+        return UCS_OK;
+    }
+
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0);
+    return uct_rc_share_ep_post(ep, &wr, NULL);
+}
+
+/* ------------------------------------------------------------ pending */
+
+ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                         unsigned flags)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    if (uct_rc_share_ep_check_tx(ep) == UCS_OK) {
+        return UCS_ERR_BUSY;
+    }
+
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
+        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    }
+    return UCS_OK;
+}
+
+ucs_arbiter_cb_result_t
+uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
+                                ucs_arbiter_group_t *group,
+                                ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    uct_rc_share_ep_t *ep  = ucs_container_of(group, uct_rc_share_ep_t,
+                                              arb_group);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    ucs_status_t status;
+
+    if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+    if (iface->tx_cq_available <= 0) {
+        return UCS_ARBITER_CB_RESULT_STOP;
+    }
+    if (ep->sq_available <= 0) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+
+    ucs_trace_data("progressing pending request %p", req);
+    status = req->func(req);
+    if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} uct_rc_share_purge_args_t;
+
+static ucs_arbiter_cb_result_t
+uct_rc_share_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                         ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    uct_rc_share_purge_args_t *args = arg;
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void uct_rc_share_ep_pending_purge(uct_ep_h tl_ep,
+                                   uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_purge_args_t args = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+                            uct_rc_share_ep_purge_cb, &args);
+}
+
+/* ------------------------------------------------------------ state */
+
+void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    ep->state = UCT_RC_SHARE_EP_CONNECTED;
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
+                         NULL);
+}
+
+int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
+{
+    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
+        return 0;
+    }
+
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
+        uct_rc_share_ep_qp_error(ep); /* flush what is still queued */
+    }
+    ep->state        = UCT_RC_SHARE_EP_FAILED;
+    ep->fail_status  = status;
+    return 1;
+}
+
+void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                            ep->fail_status);
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(params->iface,
+                                                 uct_rc_share_iface_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
+        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
+        ucs_error("rc_share: an endpoint needs the remote device and iface "
+                  "addresses");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    self->sq_available = iface->config.tx_qp_len;
+    self->state        = UCT_RC_SHARE_EP_CONNECTING;
+    ucs_queue_head_init(&self->flush_reqs);
+    ucs_arbiter_group_init(&self->arb_group);
+
+    status = uct_rc_share_qp_create(iface, &self->qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_rc_share_conn_start(
+            self, (const uct_rc_share_device_addr_t*)params->dev_addr,
+            (const uct_rc_share_iface_addr_t*)params->iface_addr);
+    if (status != UCS_OK) {
+        ibv_destroy_qp(self->qp);
+        return status;
+    }
+
+    ucs_list_add_tail(&iface->ep_list, &self->list);
+    ++iface->counters.eps;
+    ucs_debug("rc_share ep %p: QP 0x%x, connecting", self, self->qp->qp_num);
+    return UCS_OK;
+}
+
+/* Completions of this QP must not reach a freed endpoint: reap them */
+static void uct_rc_share_ep_reap(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(10.0);
+
+    if (ep->tx_posted == ep->tx_completed) {
+        return;
+    }
+
+    uct_rc_share_ep_qp_error(ep);
+    while ((ep->tx_posted != ep->tx_completed) &&
+           (ucs_get_time() < deadline)) {
+        uct_iface_progress(&iface->super.super);
+    }
+
+    if (ep->tx_posted != ep->tx_completed) {
+        ucs_warn("rc_share ep %p: %" PRIu64 " requests did not complete",
+                 ep, ep->tx_posted - ep->tx_completed);
+    }
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_ep_t)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(self);
+    uct_rc_share_flush_req_t *req;
+
+    uct_rc_share_ep_pending_purge(&self->super.super, NULL, NULL);
+    ucs_arbiter_group_cleanup(&self->arb_group);
+    uct_rc_share_ep_reap(self);
+    uct_rc_share_conn_ep_cleanup(self);
+
+    ucs_queue_for_each_extract(req, &self->flush_reqs, queue, 1) {
+        uct_invoke_completion(req->comp, UCS_ERR_CANCELED);
+        ucs_free(req);
+    }
+
+    ucs_list_del(&self->list);
+    if (ibv_destroy_qp(self->qp) != 0) {
+        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", self->qp->qp_num);
+    }
+    (void)iface;
+}
+
+UCS_CLASS_DEFINE(uct_rc_share_ep_t, uct_base_ep_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_rc_share_ep_t, uct_ep_t,
+                                 const uct_ep_params_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_rc_share_ep_t, uct_ep_t);
+
+ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
+                                    uct_ep_h *ep_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(uct_rc_share_ep_t)(params, ep_p);
+}
+
+void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
+{
+    UCS_CLASS_DELETE_FUNC_NAME(uct_rc_share_ep_t)(tl_ep);
+}
