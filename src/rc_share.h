@@ -137,6 +137,7 @@ typedef struct uct_rc_share_iface {
         struct ibv_qp         *qp;
         ucs_list_link_t       connecting;   /* eps waiting for a reply */
         ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
+        ucs_list_link_t       retired_ahs;  /* freed when the UD sends end */
         void                  *rx_bufs;
         struct ibv_mr         *rx_mr;
         unsigned              rx_count;
@@ -149,6 +150,7 @@ typedef struct uct_rc_share_iface {
     } conn;
 
     ucs_list_link_t           ep_list;
+    ucs_list_link_t           zombie_eps;   /* destroyed, QP draining */
 
     struct {
         size_t                seg_size;
@@ -173,7 +175,8 @@ typedef struct uct_rc_share_iface {
 typedef enum {
     UCT_RC_SHARE_EP_CONNECTING,
     UCT_RC_SHARE_EP_CONNECTED,
-    UCT_RC_SHARE_EP_FAILED
+    UCT_RC_SHARE_EP_FAILED,
+    UCT_RC_SHARE_EP_ZOMBIE      /* destroyed, waiting for its completions */
 } uct_rc_share_ep_state_t;
 
 
@@ -276,6 +279,7 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count);
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_zombie_release(uct_rc_share_ep_t *ep);
 ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(
         ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         ucs_arbiter_elem_t *elem, void *arg);

@@ -374,6 +374,21 @@ ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
     return UCS_OK;
 }
 
+typedef struct {
+    ucs_list_link_t list;
+    struct ibv_ah   *ah;
+} uct_rc_share_retired_ah_t;
+
+static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_retired_ah_t *retired, *tmp;
+
+    ucs_list_for_each_safe(retired, tmp, &iface->conn.retired_ahs, list) {
+        ucs_list_del(&retired->list);
+        ibv_destroy_ah(retired->ah);
+        ucs_free(retired);
+    }
+
 static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
                                          uct_rc_share_passive_t *passive)
 {
@@ -398,6 +413,7 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
     if (iface->conn.qp != NULL) {
         ibv_destroy_qp(iface->conn.qp);
     }
+    uct_rc_share_conn_release_ahs(iface);
     if (iface->conn.rx_mr != NULL) {
         ibv_dereg_mr(iface->conn.rx_mr);
     }
@@ -461,6 +477,7 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                                  uct_rc_share_iface_t);
+    uct_rc_share_retired_ah_t *retired;
     uct_rc_share_conn_msg_t msg;
 
     if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
@@ -476,14 +493,17 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
     msg.src_conn_id = ep->conn_id;
     (void)uct_rc_share_conn_send(iface, ep->ah, ep->remote_ud_qpn, &msg);
 
-    /* The AH may still be in use by that send: wait for it */
-    while (iface->conn.tx_available < UCT_RC_SHARE_CONN_TX_COUNT) {
-        if (uct_rc_share_conn_progress(iface) == 0) {
-            break;
-        }
+    /* Sends in flight may use the AH: it goes when they are done */
+    retired = ucs_malloc(sizeof(*retired), "rc_share retired ah");
+    if (retired == NULL) {
+        ibv_destroy_ah(ep->ah); /* unlikely; the send fails at worst */
+    } else {
+        retired->ah = ep->ah;
+        ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
     }
-    ibv_destroy_ah(ep->ah);
     ep->ah = NULL;
+}
+
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
@@ -698,6 +718,10 @@ unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
     }
 
     count += (n > 0) ? n : 0;
+    if ((iface->conn.tx_available == UCT_RC_SHARE_CONN_TX_COUNT) &&
+        !ucs_list_is_empty(&iface->conn.retired_ahs)) {
+        uct_rc_share_conn_release_ahs(iface);
+    }
     if (!ucs_list_is_empty(&iface->conn.connecting)) {
         count += uct_rc_share_conn_timers(iface);
     }

@@ -586,6 +586,13 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count)
     ep->sq_available += count;
     ep->tx_completed += count;
 
+    if (ucs_unlikely(ep->state == UCT_RC_SHARE_EP_ZOMBIE)) {
+        if (ep->tx_completed == ep->tx_posted) {
+            uct_rc_share_ep_zombie_release(ep);
+        }
+        return;
+    }
+
     status = (ep->state == UCT_RC_SHARE_EP_FAILED) ?
              UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
     while (!ucs_queue_is_empty(&ep->flush_reqs)) {
@@ -717,7 +724,8 @@ void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep)
 
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
 {
-    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
+    if ((ep->state == UCT_RC_SHARE_EP_FAILED) ||
+        (ep->state == UCT_RC_SHARE_EP_ZOMBIE)) {
         return 0;
     }
 
@@ -778,36 +786,21 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
     return UCS_OK;
 }
 
-/* Completions of this QP must not reach a freed endpoint: reap them */
-static void uct_rc_share_ep_reap(uct_rc_share_ep_t *ep)
+static void uct_rc_share_ep_free(uct_rc_share_ep_t *ep)
 {
-    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(10.0);
-
-    if (ep->tx_posted == ep->tx_completed) {
-        return;
+    if (ibv_destroy_qp(ep->qp) != 0) {
+        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", ep->qp->qp_num);
     }
-
-    uct_rc_share_ep_qp_error(ep);
-    while ((ep->tx_posted != ep->tx_completed) &&
-           (ucs_get_time() < deadline)) {
-        uct_iface_progress(&iface->super.super);
-    }
-
-    if (ep->tx_posted != ep->tx_completed) {
-        ucs_warn("rc_share ep %p: %" PRIu64 " requests did not complete",
-                 ep, ep->tx_posted - ep->tx_completed);
-    }
+    ucs_class_free(ep);
 }
 
+/* Everything but the QP, which may still have requests in flight */
 static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_ep_t)
 {
-    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(self);
     uct_rc_share_flush_req_t *req;
 
     uct_rc_share_ep_pending_purge(&self->super.super, NULL, NULL);
     ucs_arbiter_group_cleanup(&self->arb_group);
-    uct_rc_share_ep_reap(self);
     uct_rc_share_conn_ep_cleanup(self);
 
     ucs_queue_for_each_extract(req, &self->flush_reqs, queue, 1) {
@@ -816,16 +809,11 @@ static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_ep_t)
     }
 
     ucs_list_del(&self->list);
-    if (ibv_destroy_qp(self->qp) != 0) {
-        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", self->qp->qp_num);
-    }
-    (void)iface;
 }
 
 UCS_CLASS_DEFINE(uct_rc_share_ep_t, uct_base_ep_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(uct_rc_share_ep_t, uct_ep_t,
                                  const uct_ep_params_t*);
-static UCS_CLASS_DEFINE_DELETE_FUNC(uct_rc_share_ep_t, uct_ep_t);
 
 ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
                                     uct_ep_h *ep_p)
@@ -833,7 +821,31 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
     return UCS_CLASS_NEW_FUNC_NAME(uct_rc_share_ep_t)(params, ep_p);
 }
 
+/*
+ * Completions of the QP name the endpoint, so it lives on until they are in:
+ * a destroyed endpoint with requests in flight becomes a zombie whose QP is
+ * flushed; its last completion frees it. Nothing calls back into the user
+ * from here, and the zombie's completions are not reported.
+ */
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
 {
-    UCS_CLASS_DELETE_FUNC_NAME(uct_rc_share_ep_t)(tl_ep);
+    uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    UCS_CLASS_CLEANUP(uct_rc_share_ep_t, ep);
+
+    if (ep->tx_posted == ep->tx_completed) {
+        uct_rc_share_ep_free(ep);
+        return;
+    }
+
+    uct_rc_share_ep_qp_error(ep);
+    ep->state = UCT_RC_SHARE_EP_ZOMBIE;
+    ucs_list_add_tail(&iface->zombie_eps, &ep->list);
+}
+
+void uct_rc_share_ep_zombie_release(uct_rc_share_ep_t *ep)
+{
+    ucs_list_del(&ep->list);
+    uct_rc_share_ep_free(ep);
 }

@@ -519,6 +519,15 @@ uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
 
     ++iface->tx_cq_available;
 
+    if (ucs_unlikely(ep->state == UCT_RC_SHARE_EP_ZOMBIE)) {
+        /* Its user is gone: nothing to deliver */
+        if (desc != NULL) {
+            ucs_mpool_put_inline(desc);
+        }
+        uct_rc_share_ep_tx_complete(ep, 1);
+        return NULL;
+    }
+
     if (ucs_likely(wc->status == IBV_WC_SUCCESS)) {
         status = UCS_OK;
         if ((desc != NULL) && (desc->handler != NULL)) {
@@ -820,6 +829,11 @@ static ucs_status_t uct_rc_share_iface_query_atomics(uct_rc_share_iface_t *iface
 
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
+    uct_rc_share_ep_t *ep, *tmp;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->zombie_eps, list) {
+        uct_rc_share_ep_zombie_release(ep);
+    }
     uct_rc_share_conn_cleanup(iface);
     if (iface->srq != NULL) {
         ibv_destroy_srq(iface->srq);
@@ -870,8 +884,10 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->id           = ucs_generate_uuid((uintptr_t)self);
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
+    ucs_list_head_init(&self->zombie_eps);
     ucs_list_head_init(&self->conn.connecting);
     ucs_list_head_init(&self->conn.passive);
+    ucs_list_head_init(&self->conn.retired_ahs);
     ucs_arbiter_init(&self->arbiter);
 
     status = uct_ibshare_device_parse_port(params->mode.device.dev_name,
