@@ -388,6 +388,7 @@ static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface)
         ibv_destroy_ah(retired->ah);
         ucs_free(retired);
     }
+}
 
 static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
                                          uct_rc_share_passive_t *passive)
@@ -502,8 +503,6 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
         ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
     }
     ep->ah = NULL;
-}
-
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
