@@ -762,6 +762,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* Classes are not zeroed: start every field of ours from zero */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
     self->sq_available = iface->config.tx_qp_len;
     self->state        = UCT_RC_SHARE_EP_CONNECTING;
     ucs_queue_head_init(&self->flush_reqs);

@@ -880,6 +880,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_RC_SHARE_TL_NAME));
 
+    /* Classes are not zeroed: start every field of ours from zero */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
     self->md           = md;
     self->id           = ucs_generate_uuid((uintptr_t)self);
     self->release_desc.cb = uct_rc_share_iface_release_desc;
