@@ -558,8 +558,6 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
         uct_ep_pending_purge(tl_ep, ucs_empty_function, NULL);
     } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
         return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
-    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        return UCS_ERR_NO_RESOURCE;
     }
 
     if (ep->tx_posted == ep->tx_completed) {
