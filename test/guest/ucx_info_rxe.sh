@@ -43,6 +43,11 @@ for run in ep ep_self; do
           sh -c "! grep -q 'not available' '$tmpdir/$run.err' '$tmpdir/$run'"
 done
 check "UCX_TLS=rc_share,self ucx_info -e exits 0" test "$(rc ep_self)" -eq 0
+check "UCX_TLS=rc_share ucx_info -e exits 0 (rc_share alone wires up)" \
+      test "$(rc ep)" -eq 0
+check "and its endpoint has an rc_share lane" \
+      grep -q "lane\[0\]: .*rc_share/rxe0:1" "$tmpdir/ep"
+grep "lane\[" "$tmpdir/ep"
 
 check "without the module there is no rc_share" \
       sh -c "! grep -q 'rc_share' '$tmpdir/plain'"
