@@ -591,6 +591,10 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count)
         return;
     }
 
+    /* Credits came back: a group descheduled for lack of them may go on */
+    ucs_arbiter_group_schedule(&uct_rc_share_ep_iface(ep)->arbiter,
+                               &ep->arb_group);
+
     status = (ep->state == UCT_RC_SHARE_EP_FAILED) ?
              UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
     while (!ucs_queue_is_empty(&ep->flush_reqs)) {

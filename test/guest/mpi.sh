@@ -1,0 +1,184 @@
+#!/bin/sh
+# Open MPI over UCX on the transport under test (IBSHARE_TEST_TL, default
+# rc_share; rc_verbs to check the test itself), in one guest boot:
+# test/guest/mpi_check (point-to-point, collectives, one-sided; every byte
+# checked) passes with 2 and with 4 ranks, with pml ucx and osc ucx really in
+# use, and UCP's endpoint configuration (UCX_LOG_LEVEL=info) puts the
+# transport under test, and nothing but it (or self), on the tag lanes (pml
+# ucx) and the rma lanes (osc ucx). For rc_share, the transport's own
+# counters (lines with "rc_share" and "bytes", printed at info level when its
+# iface closes) must appear. Also: 4 ranks with shared memory added to UCX_TLS
+# pass (lanes only reported), and pml ucx fails, instead of falling back to
+# another pml, when UCX has no device.
+#
+# UCX_TLS: rc_share,self for rc_share; rc_verbs,ud_verbs,self for rc_verbs
+# (rc_verbs needs ud_verbs for wire-up); TL,self otherwise.
+#
+# mpi_check is built here (mpicc) into $IBSHARE_BUILDDIR/test/guest; the
+# script runs itself in the guest (--guest ...), which only runs mpirun and
+# keeps the output; the checks run here.
+
+mpi_timeout=400
+
+# ---------------------------------------------------------------- guest side
+
+# run_mpi OUT NAME NP TLS [mpirun options]: runs mpi_check ($prog), output in
+# OUT/NAME.out, exit status in OUT/NAME.rc
+run_mpi() {
+    out=$1 name=$2 np=$3 run_tls=$4
+    shift 4
+    start=$(date +%s)
+    timeout "$mpi_timeout" mpirun --allow-run-as-root --oversubscribe \
+        -np "$np" --mca pml ucx --mca pml_ucx_tls any \
+        --mca pml_ucx_devices any --mca osc ucx --mca pml_base_verbose 10 \
+        -x LD_PRELOAD="$IBSHARE_MODULE" -x UCX_TLS="$run_tls" \
+        -x UCX_LOG_LEVEL=info "$@" "$prog" > "$out/$name.out" 2>&1
+    echo $? > "$out/$name.rc"
+    echo "$name: $np ranks, UCX_TLS=$run_tls $*: status" \
+         "$(cat "$out/$name.rc"), $(($(date +%s) - start)) s"
+}
+
+guest() {
+    out=$1 tls=$2 sm_tls=$3 prog=$4
+    run_mpi "$out" np2 2 "$tls" -x UCX_NET_DEVICES=rxe0:1
+    run_mpi "$out" np4 4 "$tls" -x UCX_NET_DEVICES=rxe0:1
+    run_mpi "$out" np4_sm 4 "$sm_tls" -x UCX_NET_DEVICES=rxe0:1
+    run_mpi "$out" no_device 2 "$tls" -x UCX_NET_DEVICES=nonexistent0:1
+}
+
+if [ "${1:-}" = --guest ]; then
+    guest "$2" "$3" "$4" "$5"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- host side
+
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+tl=${IBSHARE_TEST_TL:-rc_share}
+case $tl in
+rc_share) tls=rc_share,self ;;
+rc_verbs) tls=rc_verbs,ud_verbs,self ;;
+*) tls=$tl,self ;;
+esac
+sm_tls=${tls%,self},sm,self
+echo "transport under test: $tl (IBSHARE_TEST_TL); UCX_TLS=$tls"
+
+src=$IBSHARE_SRCDIR/test/guest/mpi_check.c
+prog=$IBSHARE_BUILDDIR/test/guest/mpi_check
+mkdir -p "$IBSHARE_BUILDDIR/test/guest"
+if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
+    echo "mpicc -O2 -g -Wall -Wextra -o $prog $src"
+    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
+fi
+[ -x "$prog" ] && [ -z "$(find "$src" -newer "$prog")" ]
+check "mpi_check is built (mpicc), newer than its source" test $? -eq 0
+if [ ! -x "$prog" ]; then
+    finish
+fi
+
+in_guest --mem 3G --timeout 1800 sh "$IBSHARE_SRCDIR/test/guest/mpi.sh" \
+    --guest "$tmpdir" "$tls" "$sm_tls" "$prog" > "$tmpdir/guest.log" 2>&1
+rc=$?
+cat "$tmpdir/guest.log"
+check "the guest ran every mpirun (status $rc)" test "$rc" -eq 0
+
+status_of() {
+    cat "$tmpdir/$1.rc" 2>/dev/null || echo none
+}
+
+# lane_groups LANE FILE: the resource lists of LANE in UCP's ep_cfg lines,
+# one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
+lane_groups() {
+    grep -h 'ep_cfg\[' "$2" 2>/dev/null |
+        grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
+}
+
+# lanes_ok TL LANE FILE: LANE appears, uses TL, and no other transport than
+# TL or self
+lanes_ok() {
+    groups=$(lane_groups "$2" "$3")
+    [ -n "$groups" ] || return 1
+    echo "$groups" | grep -E -q "(^| )$1/" || return 1
+    ! echo "$groups" | tr ' ' '\n' | grep -v -e "^$1/" -e '^self/' | grep -q .
+}
+
+lanes_found() {
+    lane_groups "$1" "$2" | sort -u | sed "s/^/$1(/; s/\$/)/" | tr '\n' ' ' |
+        sed 's/ $//'
+}
+
+# mpi_check's own lines (its checks, the figures, the summary), indented
+show() {
+    grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$1" 2>/dev/null |
+        sed 's/^/    /'
+}
+
+summary_ok() {
+    grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$1" 2>/dev/null &&
+        ! grep -q '^FAIL: mpi_check' "$1"
+}
+
+for run in np2 np4; do
+    np=${run#np}
+    out=$tmpdir/$run.out
+    label="$np ranks, UCX_TLS=$tls"
+    echo "--- $label"
+    show "$out"
+    check "$label: mpirun exits 0 (status $(status_of "$run"))" \
+        test "$(status_of "$run")" = 0
+    summary_ok "$out"
+    check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
+    n=$(grep -c 'select: component ucx selected' "$out" 2>/dev/null)
+    n=${n:-0}
+    check "$label: pml ucx selected by every rank ($n of $np)" test "$n" -eq "$np"
+    lanes_ok "$tl" tag "$out"
+    lanes_rc=$?
+    check "$label: pml ucx: tag lanes on $tl (or self) only: found\
+ $(lanes_found tag "$out")" test "$lanes_rc" -eq 0
+    lanes_ok "$tl" rma "$out"
+    lanes_rc=$?
+    check "$label: osc ucx: rma lanes on $tl (or self) only: found\
+ $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
+    if [ "$tl" = rc_share ]; then
+        grep -v 'ep_cfg\[' "$out" 2>/dev/null | grep 'rc_share.*bytes' \
+            > "$tmpdir/counters"
+        n=$(grep -c . "$tmpdir/counters")
+        sed 's/^/    /' "$tmpdir/counters"
+        check "$label: rc_share printed its counters (lines with rc_share\
+ and bytes: $n)" test "$n" -gt 0
+    fi
+    if [ "$(status_of "$run")" != 0 ] || ! summary_ok "$out"; then
+        echo "--- $label: output (tail)" >&2
+        tail -n 40 "$out" >&2
+    fi
+done
+
+out=$tmpdir/np4_sm.out
+label="4 ranks, UCX_TLS=$sm_tls"
+echo "--- $label"
+show "$out"
+check "$label: mpirun exits 0 (status $(status_of np4_sm))" \
+    test "$(status_of np4_sm)" = 0
+summary_ok "$out"
+check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
+echo "info: $test_name: $label: lanes $(lanes_found tag "$out")" \
+     "$(lanes_found rma "$out")"
+if [ "$(status_of np4_sm)" != 0 ] || ! summary_ok "$out"; then
+    echo "--- $label: output (tail)" >&2
+    tail -n 40 "$out" >&2
+fi
+
+out=$tmpdir/no_device.out
+label="2 ranks, UCX_NET_DEVICES=nonexistent0:1"
+echo "--- $label (must fail)"
+grep -E 'PML add procs failed|Destination is unreachable|mpi_check: ' \
+    "$out" 2>/dev/null | head -n 5
+status=$(status_of no_device)
+[ "$status" != 0 ] && [ "$status" != none ] && [ "$status" != 124 ]
+check "$label: pml ucx does not fall back: mpirun fails (status $status)" \
+    test $? -eq 0
+! grep -q '^mpi_check: .* passed' "$out" 2>/dev/null
+check "$label: and mpi_check does not run" test $? -eq 0
+
+finish

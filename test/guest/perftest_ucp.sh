@@ -1,0 +1,226 @@
+#!/bin/sh
+# UCP over the transport under test (IBSHARE_TEST_TL, default rc_share;
+# rc_verbs to check the test itself) on rxe0:1, in one guest boot: ucx_perftest
+# tag matching, put and get, at 8 B (eager) and 64 KiB (rendezvous), complete
+# every iteration with finite, nonzero figures, and UCP's endpoint
+# configuration (UCX_LOG_LEVEL=info: "ep_cfg[N]: tag(...)", "rma(...)") puts
+# the transport under test, and nothing but it (or self), on the tag and rma
+# lanes.
+#
+# UCX_TLS: rc_share,self for rc_share; rc_verbs,ud_verbs,self for rc_verbs
+# (rc_verbs needs ud_verbs for wire-up); TL,self otherwise.
+#
+# The script runs itself in the guest (--guest OUTDIR TL TLS), which only runs
+# the ucx_perftest pairs and keeps their output in OUTDIR; the checks run here.
+
+iters=1000
+warmup=100
+client_timeout=90
+server_grace=15
+
+# The test cases, one a line: NAME LANE ucx_perftest-options
+# LANE: the UCP lane (tag or rma) that must use the transport under test
+cases() {
+    cat <<EOF
+tag_lat_8         tag  -t tag_lat -s 8
+tag_lat_65536     tag  -t tag_lat -s 65536
+tag_bw_8          tag  -t tag_bw -s 8
+tag_bw_65536      tag  -t tag_bw -s 65536
+ucp_put_bw_8      rma  -t ucp_put_bw -s 8
+ucp_put_bw_65536  rma  -t ucp_put_bw -s 65536
+ucp_get_8         rma  -t ucp_get -s 8
+ucp_get_65536     rma  -t ucp_get -s 65536
+EOF
+}
+
+# ---------------------------------------------------------------- guest side
+
+# perf_pair OUT NAME PORT ARGS...: a ucx_perftest server and its client (to
+# 127.0.0.1:PORT), both with ARGS. Leaves OUT/NAME.cli and OUT/NAME.srv (their
+# output, line-buffered so that a hung run's output is kept), OUT/NAME.rc and
+# OUT/NAME.srvrc (their exit status; 124: timed out; the server gets about
+# server_grace seconds after the client ends, then is killed and its status is
+# "killed").
+perf_pair() {
+    pp_out=$1/$2 pp_port=$3
+    shift 3
+    timeout $((client_timeout + server_grace + 30)) \
+        stdbuf -oL ucx_perftest -p "$pp_port" "$@" > "$pp_out.srv" 2>&1 &
+    pp_pid=$!
+    pp_i=0
+    while [ $pp_i -lt 100 ] && kill -0 "$pp_pid" 2>/dev/null &&
+          ! ss -Hltn "sport = :$pp_port" | grep -q .; do
+        sleep 0.1
+        pp_i=$((pp_i + 1))
+    done
+    timeout "$client_timeout" stdbuf -oL \
+        ucx_perftest 127.0.0.1 -p "$pp_port" "$@" > "$pp_out.cli" 2>&1
+    echo $? > "$pp_out.rc"
+    pp_i=0
+    while [ $pp_i -lt "$server_grace" ] && kill -0 "$pp_pid" 2>/dev/null; do
+        sleep 1
+        pp_i=$((pp_i + 1))
+    done
+    if kill -0 "$pp_pid" 2>/dev/null; then
+        kill "$pp_pid"
+        wait "$pp_pid"
+        echo killed > "$pp_out.srvrc"
+    else
+        wait "$pp_pid"
+        echo $? > "$pp_out.srvrc"
+    fi
+}
+
+guest() {
+    out=$1 tl=$2 tls=$3
+    LD_PRELOAD=$IBSHARE_MODULE
+    UCX_TLS=$tls
+    UCX_NET_DEVICES=rxe0:1
+    UCX_LOG_LEVEL=info
+    export LD_PRELOAD UCX_TLS UCX_NET_DEVICES UCX_LOG_LEVEL
+    port=20300
+    cases | while read -r name lane args; do
+        port=$((port + 1))
+        start=$(date +%s)
+        # shellcheck disable=SC2086  # (args is a list of options)
+        perf_pair "$out" "$name" "$port" $args -n "$iters" -w "$warmup"
+        echo "$name: client status $(cat "$out/$name.rc"), server status" \
+             "$(cat "$out/$name.srvrc"), $(($(date +%s) - start)) s"
+    done
+}
+
+if [ "${1:-}" = --guest ]; then
+    guest "$2" "$3" "$4"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- host side
+
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+tl=${IBSHARE_TEST_TL:-rc_share}
+case $tl in
+rc_share) tls=rc_share,self ;;
+rc_verbs) tls=rc_verbs,ud_verbs,self ;;
+*) tls=$tl,self ;;
+esac
+echo "transport under test: $tl (IBSHARE_TEST_TL); UCX_TLS=$tls"
+
+in_guest --timeout 1200 sh "$IBSHARE_SRCDIR/test/guest/perftest_ucp.sh" \
+    --guest "$tmpdir" "$tl" "$tls" > "$tmpdir/guest.log" 2>&1
+rc=$?
+cat "$tmpdir/guest.log"
+check "the guest ran every ucx_perftest pair (status $rc)" test "$rc" -eq 0
+
+# final_row FILE: the fields of ucx_perftest's "Final:" row (iterations,
+# latency 50%ile/average/overall in us, bandwidth average/overall in MB/s,
+# message rate average/overall), or nothing
+final_row() {
+    awk '$1 == "Final:" { row = $2; for (i = 3; i <= 9; i++) row = row " " $i }
+         END { if (row != "") print row }' "$1" 2>/dev/null
+}
+
+# figures_ok SIZE ITERS ROW...: all iterations done; every figure a finite
+# non-negative number; overall latency and message rate nonzero, and the
+# overall bandwidth too from 1 KiB on (printed in MB/s with 2 decimals, it
+# may round to 0.00 for 8 B messages on a slow run)
+figures_ok() {
+    echo "$@" | awk '
+        NF != 10 { exit 1 }
+        {
+            if ($3 != $2) exit 1
+            for (i = 4; i <= 10; i++)
+                if ($i !~ /^[0-9]+(\.[0-9]+)?$/) exit 1
+            if ($6 + 0 <= 0 || $10 + 0 <= 0) exit 1
+            if ($1 >= 1024 && $8 + 0 <= 0) exit 1
+        }'
+}
+
+# no_crash FILE...: no sign of a crash in the outputs
+no_crash() {
+    ! grep -E -q 'Segmentation fault|Assertion|backtrace|Caught signal|Aborted' \
+        "$@"
+}
+
+# lane_groups LANE FILE...: the resource lists of LANE in UCP's ep_cfg lines,
+# one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
+lane_groups() {
+    grep -h 'ep_cfg\[' "$@" 2>/dev/null |
+        grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
+}
+
+# lanes_ok TL LANE FILE...: LANE appears, uses TL, and no other transport
+# than TL or self
+lanes_ok() {
+    groups=$(lane_groups "$2" "$3" "$4")
+    [ -n "$groups" ] || return 1
+    echo "$groups" | grep -E -q "(^| )$1/" || return 1
+    ! echo "$groups" | tr ' ' '\n' | grep -v -e "^$1/" -e '^self/' | grep -q .
+}
+
+status_of() {
+    cat "$tmpdir/$1" 2>/dev/null || echo none
+}
+
+summary=$tmpdir/summary
+row_fmt='%-17s %6s %6s %9s %10s %10s %11s  %-5s %s\n'
+# shellcheck disable=SC2059  # (the format is a variable)
+printf "$row_fmt" test size iters "p50(us)" "lat(us)" "bw(MB/s)" "msg/s" \
+    result "lanes (client)" > "$summary"
+
+cases > "$tmpdir/cases"
+while read -r name lane args; do
+    # shellcheck disable=SC2086  # (args is a list of options)
+    set -- $args
+    size=8
+    while [ $# -gt 1 ]; do
+        [ "$1" = -s ] && size=$2
+        shift
+    done
+    cli=$tmpdir/$name.cli
+    srv=$tmpdir/$name.srv
+    crc=$(status_of "$name.rc")
+    src=$(status_of "$name.srvrc")
+    label="$name ($args, UCX_TLS=$tls)"
+
+    row=$(final_row "$cli")
+    # shellcheck disable=SC2086  # (row is a list of figures)
+    if figures_ok "$size" "$iters" $row; then figures=ok; else figures=bad; fi
+    check "$label: client exits 0 (status $crc)" test "$crc" = 0
+    check "$label: server exits 0 (status $src)" test "$src" = 0
+    check "$label: Final row: $iters iterations, finite nonzero figures" \
+        test "$figures" = ok
+    no_crash "$cli" "$srv"
+    check "$label: no crash" test $? -eq 0
+    lanes_ok "$tl" "$lane" "$cli" "$srv"
+    lanes_rc=$?
+    found=$(lane_groups "$lane" "$cli" "$srv" | sort -u | tr '\n' ';')
+    check "$label: $lane lanes of client and server on $tl (or self) only:\
+ found $lane(${found%;})" test "$lanes_rc" -eq 0
+    result=FAIL
+    if [ "$figures" = ok ] && [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+        result=ok
+    else
+        echo "--- $name: client output (tail)" >&2
+        tail -n 15 "$cli" >&2
+        echo "--- $name: server output (tail)" >&2
+        tail -n 15 "$srv" >&2
+    fi
+    lanes=$(grep -h -o 'ep_cfg\[.*' "$cli" 2>/dev/null | head -n 1)
+    # shellcheck disable=SC2086
+    set -- $row
+    if [ $# -eq 8 ]; then
+        # shellcheck disable=SC2059
+        printf "$row_fmt" "$name" "$size" "$1" "$2" "$4" "$6" "$8" "$result" \
+            "$lanes" >> "$summary"
+    else
+        # shellcheck disable=SC2059
+        printf "$row_fmt" "$name" "$size" - - - - - FAIL "$lanes" >> "$summary"
+    fi
+done < "$tmpdir/cases"
+
+echo
+echo "ucx_perftest (UCP) with UCX_TLS=$tls on rxe0:1 (soft-RoCE under" \
+     "QEMU/TCG: the figures only show the transport works, not how fast)"
+cat "$summary"
+finish
