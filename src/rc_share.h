@@ -19,7 +19,8 @@
 #include <ucs/datastruct/mpool.h>
 
 
-#define UCT_RC_SHARE_TL_NAME     "rc_share"
+#define UCT_RC_SHARE_TL_NAME      "rc_share"
+#define UCT_RC_SHARE_MAX_SEND_SGE 4   /* scatter entries of a send request */
 
 
 typedef struct uct_rc_share_iface_config {

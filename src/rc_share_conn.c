@@ -84,6 +84,20 @@ uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
     return ah;
 }
 
+void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
+                               struct ibv_qp_init_attr *init_attr)
+{
+    memset(init_attr, 0, sizeof(*init_attr));
+    init_attr->qp_type             = IBV_QPT_RC;
+    init_attr->send_cq             = iface->send_cq;
+    init_attr->recv_cq             = iface->recv_cq;
+    init_attr->srq                 = iface->srq;
+    init_attr->cap.max_send_wr     = iface->config.tx_qp_len;
+    init_attr->cap.max_send_sge    = UCT_RC_SHARE_MAX_SEND_SGE;
+    init_attr->cap.max_inline_data = iface->config.max_inline;
+    init_attr->sq_sig_all          = 1;
+}
+
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
                                     struct ibv_qp **qp_p)
 {
@@ -92,15 +106,7 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     struct ibv_qp *qp;
     int ret;
 
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.qp_type          = IBV_QPT_RC;
-    init_attr.send_cq          = iface->send_cq;
-    init_attr.recv_cq          = iface->recv_cq;
-    init_attr.srq              = iface->srq;
-    init_attr.cap.max_send_wr  = iface->config.tx_qp_len;
-    init_attr.cap.max_send_sge = 2;
-    init_attr.cap.max_inline_data = iface->config.max_inline;
-    init_attr.sq_sig_all       = 1;
+    uct_rc_share_qp_init_attr(iface, &init_attr);
 
     qp = ibv_create_qp(iface->md->pd, &init_attr);
     if (qp == NULL) {

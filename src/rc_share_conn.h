@@ -46,6 +46,10 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface);
 
 uint32_t uct_rc_share_conn_ud_qpn(const uct_rc_share_iface_t *iface);
 
+/* Creation attributes of every RC QP of the iface */
+void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
+                               struct ibv_qp_init_attr *init_attr);
+
 /* An RC QP on the iface's CQs and SRQ, in INIT state */
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
                                     struct ibv_qp **qp_p);

@@ -19,9 +19,6 @@
 #include <string.h>
 
 
-#define UCT_RC_SHARE_MAX_SGE 4
-
-
 typedef struct uct_rc_share_flush_req {
     ucs_queue_elem_t          queue;
     uct_completion_t          *comp;
@@ -236,7 +233,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 {
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    struct ibv_sge sge[UCT_RC_SHARE_MAX_SGE];
+    struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
     uct_rc_share_tx_desc_t *desc;
     struct ibv_send_wr wr;
     ucs_status_t status;
@@ -244,7 +241,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     int num_sge;
 
     UCT_CHECK_AM_ID(id);
-    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SGE - 1, "am_zcopy");
+    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE - 1, "am_zcopy");
     length = header_length + uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
@@ -341,12 +338,12 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                            uct_completion_t *comp)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    struct ibv_sge sge[UCT_RC_SHARE_MAX_SGE];
+    struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
     uct_rc_share_tx_desc_t *desc;
     struct ibv_send_wr wr;
     ucs_status_t status;
 
-    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SGE, "rdma_zcopy");
+    UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE, "rdma_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 

@@ -20,7 +20,6 @@
 
 #define UCT_RC_SHARE_RX_BATCH      16
 #define UCT_RC_SHARE_POLL_BATCH    16
-#define UCT_RC_SHARE_MAX_SEND_SGE  4
 
 
 ucs_config_field_t uct_rc_share_iface_config_table[] = {
@@ -787,15 +786,7 @@ static ucs_status_t uct_rc_share_iface_probe_inline(uct_rc_share_iface_t *iface)
     struct ibv_qp_init_attr init_attr;
     struct ibv_qp *qp;
 
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.qp_type             = IBV_QPT_RC;
-    init_attr.send_cq             = iface->send_cq;
-    init_attr.recv_cq             = iface->recv_cq;
-    init_attr.srq                 = iface->srq;
-    init_attr.cap.max_send_wr     = iface->config.tx_qp_len;
-    init_attr.cap.max_send_sge    = UCT_RC_SHARE_MAX_SEND_SGE;
-    init_attr.cap.max_inline_data = iface->config.max_inline;
-
+    uct_rc_share_qp_init_attr(iface, &init_attr);
     while ((qp = ibv_create_qp(iface->md->pd, &init_attr)) == NULL) {
         if (init_attr.cap.max_inline_data == 0) {
             ucs_error("%s: ibv_create_qp(RC, send_wr=%u) failed: %m",
