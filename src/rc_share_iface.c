@@ -77,8 +77,10 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, timeout),
      UCS_CONFIG_TYPE_TIME},
 
-    {"RETRY_COUNT", "7",
-     "Transport retries of RC QPs before the endpoint fails (0-7).",
+    {"RETRY_COUNT", "6",
+     "Transport retries of RC QPs before the endpoint fails (0-6). 7 is not\n"
+     "accepted: soft-RoCE (rxe) takes it as \"retry forever\", and a dead\n"
+     "peer would then never be reported.",
      ucs_offsetof(uct_rc_share_iface_config_t, retry_count),
      UCS_CONFIG_TYPE_UINT},
 
@@ -723,8 +725,9 @@ static ucs_status_t uct_rc_share_iface_check_config(
 {
     const char *bad = NULL;
 
-    if (config->retry_count > 7) {
-        bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 7";
+    if (config->retry_count > 6) {
+        bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 6 (rxe retries "
+              "forever at 7)";
     } else if (config->rnr_retry_count > 6) {
         bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be at most 6 (7 retries "
               "forever)";
