@@ -335,7 +335,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                            const uct_iov_t *iov, size_t iovcnt,
                            uint64_t remote_addr, uct_rkey_t rkey,
-                           uct_completion_t *comp)
+                           uct_completion_t *comp, uint64_t *ops_counter,
+                           uint64_t *bytes_counter)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
     struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
@@ -353,7 +354,13 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                          remote_addr, rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, desc);
-    return (status == UCS_OK) ? UCS_INPROGRESS : status;
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    ++*ops_counter;
+    *bytes_counter += uct_iov_total_length(iov, iovcnt);
+    return UCS_INPROGRESS;
 }
 
 ucs_status_t uct_rc_share_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -362,15 +369,11 @@ ucs_status_t uct_rc_share_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    ucs_status_t status;
 
-    status = uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
-                                        remote_addr, rkey, comp);
-    if (status == UCS_INPROGRESS) {
-        iface->counters.put_ops++;
-        iface->counters.put_bytes += uct_iov_total_length(iov, iovcnt);
-    }
-    return status;
+    return uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_WRITE, iov, iovcnt,
+                                      remote_addr, rkey, comp,
+                                      &iface->counters.put_ops,
+                                      &iface->counters.put_bytes);
 }
 
 static void uct_rc_share_get_bcopy_handler(uct_rc_share_tx_desc_t *desc)
@@ -421,15 +424,11 @@ ucs_status_t uct_rc_share_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    ucs_status_t status;
 
-    status = uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_READ, iov, iovcnt,
-                                        remote_addr, rkey, comp);
-    if (status == UCS_INPROGRESS) {
-        iface->counters.get_ops++;
-        iface->counters.get_bytes += uct_iov_total_length(iov, iovcnt);
-    }
-    return status;
+    return uct_rc_share_ep_rdma_zcopy(ep, IBV_WR_RDMA_READ, iov, iovcnt,
+                                      remote_addr, rkey, comp,
+                                      &iface->counters.get_ops,
+                                      &iface->counters.get_bytes);
 }
 
 /* ------------------------------------------------------------ atomics */
