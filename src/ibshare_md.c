@@ -15,11 +15,6 @@
 #include <sys/mman.h>
 
 
-#define UCT_IBSHARE_MR_ACCESS \
-    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-
-
 typedef struct uct_ibshare_rcache_region {
     ucs_rcache_region_t       super;
     uct_ibshare_mem_t         memh;
@@ -43,6 +38,61 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
      ucs_offsetof(uct_ibshare_md_config_t, rcache_cfg),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
 
+    {"MODE", "auto",
+     "How the ranks of a job on one node share the device:\n"
+     " auto    - one node group per job and device: the leader opens the\n"
+     "           device, the others import its PD and the pool MR; where the\n"
+     "           provider cannot import (every one but mlx5), each rank has\n"
+     "           its own PD and registers only its slice of the node pool\n"
+     " shared  - like auto, but fail when the provider cannot import\n"
+     " private - never join a group: own context, PD and registrations",
+     ucs_offsetof(uct_ibshare_md_config_t, mode),
+     UCS_CONFIG_TYPE_ENUM(uct_ibshare_mode_names)},
+
+    {"JOB_KEY", "",
+     "Which processes form a node group. Empty: taken from the launcher\n"
+     "(PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID);\n"
+     "a process without any forms a group of its own.",
+     ucs_offsetof(uct_ibshare_md_config_t, job_key),
+     UCS_CONFIG_TYPE_STRING},
+
+    {"RUNTIME_DIR", "/tmp",
+     "Where the node group keeps its lock and socket, in a subdirectory\n"
+     "ucx-ibshare-<uid> that only the user can enter.",
+     ucs_offsetof(uct_ibshare_md_config_t, runtime_dir),
+     UCS_CONFIG_TYPE_STRING},
+
+    {"POOL_SIZE", "auto",
+     "Size of the node pool, a multiple of the slice size. auto: one slice\n"
+     "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE) plus 2 for ranks that\n"
+     "join later, or 16 slices if the launcher does not say.",
+     ucs_offsetof(uct_ibshare_md_config_t, pool_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"SLICE_SIZE", "12m",
+     "Each rank's part of the node pool: its send and receive buffers, its\n"
+     "handshake buffers and the memory it allocates through the md.",
+     ucs_offsetof(uct_ibshare_md_config_t, slice_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"POOL_HUGE", "try",
+     "Back the node pool with huge pages: yes, no, or try (use them if the\n"
+     "system has enough free).",
+     ucs_offsetof(uct_ibshare_md_config_t, pool_huge),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"JOIN_TIMEOUT", "30s",
+     "Longest wait for any step of joining the node group; then the rank\n"
+     "uses private resources (or fails with MODE=shared).",
+     ucs_offsetof(uct_ibshare_md_config_t, join_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"FAULT", "none",
+     "For tests only: make the serving member die or misbehave at one step\n"
+     "of a hand-off.",
+     ucs_offsetof(uct_ibshare_md_config_t, fault),
+     UCS_CONFIG_TYPE_ENUM(uct_ibshare_node_fault_names)},
+
     {NULL}
 };
 
@@ -53,7 +103,8 @@ static ucs_status_t uct_ibshare_mr_reg(uct_ibshare_md_t *md, void *address,
 {
     struct ibv_mr *mr;
 
-    mr = ibv_reg_mr(md->pd, address, length, UCT_IBSHARE_MR_ACCESS);
+    mr = uct_ibshare_resources_reg_mr(md->res, address, length,
+                                      (uintptr_t)address);
     if (mr == NULL) {
         uct_md_log_mem_reg_error(flags,
                                  "%s: ibv_reg_mr(address=%p length=%zu) "
@@ -61,15 +112,16 @@ static ucs_status_t uct_ibshare_mr_reg(uct_ibshare_md_t *md, void *address,
         return UCS_ERR_IO_ERROR;
     }
 
-    memh->mr   = mr;
-    memh->lkey = mr->lkey;
-    memh->rkey = mr->rkey;
+    memh->mr        = mr;
+    memh->lkey      = mr->lkey;
+    memh->rkey      = mr->rkey;
+    memh->va_offset = 0;
     return UCS_OK;
 }
 
 static void uct_ibshare_mr_dereg(uct_ibshare_md_t *md, uct_ibshare_mem_t *memh)
 {
-    int ret = ibv_dereg_mr(memh->mr);
+    int ret = uct_ibshare_resources_dereg_mr(md->res, memh->mr);
 
     if (ret != 0) {
         ucs_warn("%s: ibv_dereg_mr() failed: %s", md->dev_name, strerror(ret));
@@ -125,7 +177,7 @@ static ucs_rcache_ops_t uct_ibshare_rcache_ops = {
 
 static ucs_status_t uct_ibshare_md_rcache_create(uct_ibshare_md_t *md)
 {
-    const uct_md_rcache_config_t *cfg = &md->config.rcache_cfg;
+    const uct_md_rcache_config_t *cfg = &md->rcache_cfg;
     ucs_rcache_params_t params;
 
     params.region_struct_size = sizeof(uct_ibshare_rcache_region_t);
@@ -146,48 +198,43 @@ static ucs_status_t uct_ibshare_md_rcache_create(uct_ibshare_md_t *md)
 
 static void uct_ibshare_md_resources_release(uct_ibshare_md_t *md)
 {
-    int ret;
-
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
         md->rcache = NULL;
     }
 
-    if (md->pd != NULL) {
-        ret = ibv_dealloc_pd(md->pd);
-        if (ret != 0) {
-            ucs_warn("%s: ibv_dealloc_pd() failed: %s", md->dev_name,
-                     strerror(ret));
-        }
-        md->pd = NULL;
-    }
-
-    if (md->context != NULL) {
-        ibv_close_device(md->context);
+    if (md->res != NULL) {
+        uct_ibshare_resources_put(md->res);
+        md->res     = NULL;
         md->context = NULL;
+        md->pd      = NULL;
     }
 }
 
 static ucs_status_t uct_ibshare_md_resources_open(uct_ibshare_md_t *md)
 {
+    uct_ibshare_resources_t *res;
     ucs_status_t status;
 
-    status = uct_ibshare_device_open(md->dev_name, &md->context);
+    status = uct_ibshare_resources_get(md->dev_name, &md->share, &md->res);
     if (status != UCS_OK) {
         return status;
     }
 
-    md->pd = ibv_alloc_pd(md->context);
-    if (md->pd == NULL) {
-        ucs_error("%s: ibv_alloc_pd() failed: %m", md->dev_name);
-        status = UCS_ERR_NO_RESOURCE;
-        goto err;
+    res         = md->res;
+    md->context = res->context;
+    md->pd      = res->pd;
+    if (res->pool_mr != NULL) {
+        md->pool_memh.mr        = NULL;
+        md->pool_memh.lkey      = res->pool_mr->lkey;
+        md->pool_memh.rkey      = res->pool_mr->rkey;
+        md->pool_memh.va_offset = res->va_offset;
     }
 
-    if (md->config.rcache != UCS_NO) {
+    if (md->rcache_mode != UCS_NO) {
         status = uct_ibshare_md_rcache_create(md);
         if (status != UCS_OK) {
-            if (md->config.rcache == UCS_YES) {
+            if (md->rcache_mode == UCS_YES) {
                 ucs_error("%s: failed to create the registration cache: %s",
                           md->dev_name, ucs_status_string(status));
                 goto err;
@@ -197,7 +244,6 @@ static ucs_status_t uct_ibshare_md_resources_open(uct_ibshare_md_t *md)
         }
     }
 
-    ucs_debug("%s: opened device context and PD", md->dev_name);
     return UCS_OK;
 
 err:
@@ -210,7 +256,7 @@ ucs_status_t uct_ibshare_md_resources(uct_ibshare_md_t *md)
     ucs_status_t status = UCS_OK;
 
     pthread_mutex_lock(&md->lock);
-    if (md->pd == NULL) {
+    if (md->res == NULL) {
         status = uct_ibshare_md_resources_open(md);
     }
     pthread_mutex_unlock(&md->lock);
@@ -219,13 +265,17 @@ ucs_status_t uct_ibshare_md_resources(uct_ibshare_md_t *md)
 
 static ucs_status_t uct_ibshare_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 {
+    uct_ibshare_md_t *md = ucs_derived_of(uct_md, uct_ibshare_md_t);
+    int pool             = (md->share.mode != UCT_IBSHARE_MODE_PRIVATE);
+
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY;
+                                 UCT_MD_FLAG_NEED_RKEY |
+                                 (pool ? UCT_MD_FLAG_ALLOC : 0);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.alloc_mem_types  = 0;
+    attr->cap.alloc_mem_types  = pool ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
-    attr->cap.max_alloc        = 0;
+    attr->cap.max_alloc        = pool ? md->share.slice_size : 0;
     attr->cap.max_reg          = ULONG_MAX;
     attr->rkey_packed_size     = sizeof(uct_ibshare_packed_rkey_t);
     /* Same estimate UCX uses for its own verbs md */
@@ -247,6 +297,13 @@ static ucs_status_t uct_ibshare_mem_reg(uct_md_h uct_md, void *address,
     status = uct_ibshare_md_resources(md);
     if (status != UCS_OK) {
         return status;
+    }
+
+    /* Pool memory the rank holds keys for: nothing to register */
+    if (uct_ibshare_resources_covers(md->res, address, length)) {
+        uct_ibshare_resources_count_avoided(md->res);
+        *memh_p = &md->pool_memh;
+        return UCS_OK;
     }
 
     if (md->rcache != NULL) {
@@ -284,6 +341,10 @@ uct_ibshare_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
 
     memh = params->memh;
+    if (memh == &md->pool_memh) {
+        return UCS_OK;
+    }
+
     if (md->rcache != NULL) {
         ucs_rcache_region_put(md->rcache,
                               &ucs_container_of(memh,
@@ -297,6 +358,74 @@ uct_ibshare_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     return UCS_OK;
 }
 
+/* Memory from the rank's slice of the node pool, with the pool's keys */
+typedef struct uct_ibshare_alloc {
+    uct_ibshare_mem_t         memh;         /* first: what UCT sees */
+    uct_ibshare_buf_t         buf;
+} uct_ibshare_alloc_t;
+
+static ucs_status_t uct_ibshare_mem_alloc(uct_md_h uct_md, size_t *length_p,
+                                          void **address_p,
+                                          ucs_memory_type_t mem_type,
+                                          unsigned flags,
+                                          const char *alloc_name,
+                                          uct_mem_h *memh_p)
+{
+    uct_ibshare_md_t *md = ucs_derived_of(uct_md, uct_ibshare_md_t);
+    uct_ibshare_alloc_t *alloc;
+    ucs_status_t status;
+
+    if (mem_type != UCS_MEMORY_TYPE_HOST) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    status = uct_ibshare_md_resources(md);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    alloc = ucs_malloc(sizeof(*alloc), "ibshare alloc");
+    if (alloc == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* From the slice; a rank without one (private resources, or the slice
+     * is full) gets memory registered for it, since UCX does not fall back
+     * to another method once an md has failed */
+    status = uct_ibshare_resources_buf_alloc(md->res, *length_p, alloc_name,
+                                             &alloc->buf);
+    if (status != UCS_OK) {
+        ucs_free(alloc);
+        return status;
+    }
+
+    if (alloc->buf.mr == NULL) {
+        uct_ibshare_resources_count_avoided(md->res);
+        alloc->memh = md->pool_memh;
+    } else {
+        alloc->memh.mr        = NULL; /* freed with the buffer */
+        alloc->memh.lkey      = alloc->buf.mr->lkey;
+        alloc->memh.rkey      = alloc->buf.mr->rkey;
+        alloc->memh.va_offset = md->res->va_offset;
+    }
+
+    *length_p   = alloc->buf.length;
+    *address_p  = alloc->buf.address;
+    *memh_p     = &alloc->memh;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ibshare_mem_free(uct_md_h uct_md, uct_mem_h memh)
+{
+    uct_ibshare_md_t *md       = ucs_derived_of(uct_md, uct_ibshare_md_t);
+    uct_ibshare_alloc_t *alloc = ucs_container_of(memh, uct_ibshare_alloc_t,
+                                                  memh);
+
+    uct_ibshare_resources_buf_free(md->res, &alloc->buf);
+    ucs_free(alloc);
+    return UCS_OK;
+}
+
 static ucs_status_t
 uct_ibshare_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
                       const uct_md_mkey_pack_params_t *params,
@@ -305,7 +434,8 @@ uct_ibshare_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     const uct_ibshare_mem_t *memh = uct_memh;
     uct_ibshare_packed_rkey_t *packed = rkey_buffer;
 
-    packed->rkey = memh->rkey;
+    packed->rkey      = memh->rkey;
+    packed->va_offset = memh->va_offset;
     return UCS_OK;
 }
 
@@ -314,9 +444,24 @@ ucs_status_t uct_ibshare_rkey_unpack(uct_component_t *component,
                                      uct_rkey_t *rkey_p, void **handle_p)
 {
     const uct_ibshare_packed_rkey_t *packed = rkey_buffer;
+    uct_ibshare_rkey_t *rkey;
 
-    *rkey_p   = packed->rkey;
-    *handle_p = NULL;
+    rkey = ucs_malloc(sizeof(*rkey), "ibshare rkey");
+    if (rkey == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    rkey->rkey      = packed->rkey;
+    rkey->va_offset = packed->va_offset;
+    *rkey_p         = (uintptr_t)rkey;
+    *handle_p       = rkey;
+    return UCS_OK;
+}
+
+ucs_status_t uct_ibshare_rkey_release(uct_component_t *component,
+                                      uct_rkey_t rkey, void *handle)
+{
+    ucs_free(handle);
     return UCS_OK;
 }
 
@@ -332,6 +477,8 @@ static void uct_ibshare_md_close(uct_md_h uct_md)
 static uct_md_ops_t uct_ibshare_md_ops = {
     .close                  = uct_ibshare_md_close,
     .query                  = uct_ibshare_md_query,
+    .mem_alloc              = uct_ibshare_mem_alloc,
+    .mem_free               = uct_ibshare_mem_free,
     .mem_reg                = uct_ibshare_mem_reg,
     .mem_dereg              = uct_ibshare_mem_dereg,
     .mkey_pack              = uct_ibshare_mkey_pack,
@@ -355,7 +502,12 @@ ucs_status_t uct_ibshare_md_open(uct_component_t *component,
 
     md->super.ops       = &uct_ibshare_md_ops;
     md->super.component = component;
-    md->config          = *config;
+    md->rcache_mode     = config->rcache;
+    md->rcache_cfg      = config->rcache_cfg;
+    uct_ibshare_share_params_init(&md->share, config->mode, config->job_key,
+                                  config->runtime_dir, config->pool_size,
+                                  config->slice_size, config->pool_huge,
+                                  config->join_timeout, config->fault);
     ucs_strncpy_zero(md->dev_name, md_name, sizeof(md->dev_name));
     pthread_mutex_init(&md->lock, NULL);
 

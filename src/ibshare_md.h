@@ -5,6 +5,8 @@
 #ifndef UCT_IBSHARE_MD_H_
 #define UCT_IBSHARE_MD_H_
 
+#include "ibshare_resources.h"
+
 #include <uct/base/uct_md.h>
 #include <ucs/memory/rcache.h>
 #include <infiniband/verbs.h>
@@ -21,38 +23,76 @@ typedef struct uct_ibshare_md_config {
     uct_md_config_t           super;
     ucs_ternary_auto_value_t  rcache;       /* use the registration cache */
     uct_md_rcache_config_t    rcache_cfg;   /* its tuning (UCX's own table) */
+    uct_ibshare_mode_t        mode;
+    char                      *job_key;
+    char                      *runtime_dir;
+    size_t                    pool_size;
+    size_t                    slice_size;
+    ucs_ternary_auto_value_t  pool_huge;
+    double                    join_timeout;
+    unsigned                  fault;        /* tests only */
 } uct_ibshare_md_config_t;
 
 
 /* A registration: what mem_reg returns as the memh */
 typedef struct uct_ibshare_mem {
-    struct ibv_mr            *mr;
+    struct ibv_mr            *mr;           /* NULL: the pool's keys */
     uint32_t                  lkey;
     uint32_t                  rkey;
+    uint64_t                  va_offset;    /* address - IOVA */
 } uct_ibshare_mem_t;
 
 
-/* Packed remote key: what a peer needs to address our memory */
+/*
+ * Packed remote key: what a peer needs to address our memory. Pool memory is
+ * registered at its IOVA in the node layout, not at the owner's virtual
+ * address, so the key carries the difference; UCP passes virtual addresses.
+ */
 typedef struct UCS_S_PACKED uct_ibshare_packed_rkey {
     uint32_t                  rkey;
+    uint64_t                  va_offset;    /* owner's address - IOVA */
 } uct_ibshare_packed_rkey_t;
+
+
+/* Unpacked remote key: uct_rkey_t points to one of these */
+typedef struct uct_ibshare_rkey {
+    uint64_t                  va_offset;
+    uint32_t                  rkey;
+} uct_ibshare_rkey_t;
+
+
+static UCS_F_ALWAYS_INLINE uint32_t uct_ibshare_rkey_key(uct_rkey_t rkey)
+{
+    return ((const uct_ibshare_rkey_t*)rkey)->rkey;
+}
+
+/* The IOVA a work request must carry for the peer's virtual address */
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_ibshare_rkey_iova(uct_rkey_t rkey, uint64_t remote_addr)
+{
+    return remote_addr - ((const uct_ibshare_rkey_t*)rkey)->va_offset;
+}
 
 
 typedef struct uct_ibshare_md {
     uct_md_t                  super;
     char                      dev_name[UCT_DEVICE_NAME_MAX];
-    uct_ibshare_md_config_t   config;
+    ucs_ternary_auto_value_t  rcache_mode;
+    uct_md_rcache_config_t    rcache_cfg;
+    uct_ibshare_share_params_t share;
 
-    /* Opened at first use, not at md open: see uct_ibshare_md_resources() */
+    /* Acquired at first use, not at md open: see uct_ibshare_md_resources() */
     pthread_mutex_t           lock;
-    struct ibv_context       *context;
-    struct ibv_pd            *pd;
-    ucs_rcache_t             *rcache;
+    uct_ibshare_resources_t   *res;
+    struct ibv_context        *context;     /* res->context */
+    struct ibv_pd             *pd;          /* res->pd */
+    uct_ibshare_mem_t         pool_memh;    /* keys of pool memory we hold */
+    ucs_rcache_t              *rcache;
 } uct_ibshare_md_t;
 
 
 /*
- * Open the device and allocate the PD if not done yet. Every path that needs
+ * Get the device context and PD (joining the node group) if not done yet. Every path that needs
  * verbs resources (iface open, registration) goes through here.
  */
 ucs_status_t uct_ibshare_md_resources(uct_ibshare_md_t *md);
@@ -65,6 +105,9 @@ ucs_status_t uct_ibshare_md_open(uct_component_t *component,
 ucs_status_t uct_ibshare_rkey_unpack(uct_component_t *component,
                                      const void *rkey_buffer,
                                      uct_rkey_t *rkey_p, void **handle_p);
+
+ucs_status_t uct_ibshare_rkey_release(uct_component_t *component,
+                                      uct_rkey_t rkey, void *handle);
 
 extern ucs_config_field_t uct_ibshare_md_config_table[];
 

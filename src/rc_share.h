@@ -29,6 +29,7 @@ typedef struct uct_rc_share_iface_config {
     size_t                    seg_size;
     unsigned                  tx_queue_len; /* send WRs per QP */
     unsigned                  tx_cq_len;
+    unsigned                  tx_cq_moderation; /* unsignaled WRs in a row */
     unsigned                  rx_queue_len; /* SRQ receive buffers */
     unsigned                  max_inline;
     uct_iface_mpool_config_t  tx_mp;
@@ -68,7 +69,6 @@ typedef struct uct_rc_share_tx_desc uct_rc_share_tx_desc_t;
 typedef void (*uct_rc_share_tx_handler_t)(uct_rc_share_tx_desc_t *desc);
 
 struct uct_rc_share_tx_desc {
-    struct uct_rc_share_ep    *ep;
     uct_completion_t          *comp;
     uct_rc_share_tx_handler_t handler;      /* NULL: nothing to deliver */
     union {
@@ -114,6 +114,7 @@ typedef struct uct_rc_share_counters {
 typedef struct uct_rc_share_iface {
     uct_base_iface_t          super;
     uct_ibshare_md_t          *md;
+    uint64_t                  buf_va_offset; /* bounce buffers: address - IOVA */
     uint8_t                   port_num;
     struct ibv_port_attr      port_attr;
     uint8_t                   gid_index;
@@ -127,7 +128,13 @@ typedef struct uct_rc_share_iface {
     struct ibv_srq            *srq;
     ucs_mpool_t               tx_mp;
     ucs_mpool_t               rx_mp;
-    int                       tx_cq_available;
+    int                       tx_cq_available; /* every WR in flight holds
+                                                  one: in error, unsignaled
+                                                  WRs complete too */
+    unsigned                  tx_tailed;    /* eps with unsignaled WRs after
+                                               their last signaled one: each
+                                               holds one more CQ entry, for
+                                               the WR that would report them */
     unsigned                  rx_to_post;   /* SRQ buffers to repost */
     ucs_arbiter_t             arbiter;      /* eps with pending requests */
     uct_recv_desc_t           release_desc;
@@ -139,11 +146,10 @@ typedef struct uct_rc_share_iface {
         ucs_list_link_t       connecting;   /* eps waiting for a reply */
         ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
         ucs_list_link_t       retired_ahs;  /* freed when the UD sends end */
+        uct_ibshare_buf_t     bufs;         /* rx_bufs, then tx_buf */
         void                  *rx_bufs;
-        struct ibv_mr         *rx_mr;
         unsigned              rx_count;
         void                  *tx_buf;
-        struct ibv_mr         *tx_mr;
         unsigned              tx_count;
         unsigned              tx_next;
         int                   tx_available;
@@ -156,6 +162,7 @@ typedef struct uct_rc_share_iface {
     struct {
         size_t                seg_size;
         unsigned              tx_qp_len;
+        unsigned              tx_moderation; /* unsignaled WRs in a row */
         unsigned              max_inline;
         size_t                rx_payload_offset;
         size_t                rx_headroom_offset;
@@ -173,6 +180,15 @@ typedef struct uct_rc_share_iface {
 } uct_rc_share_iface_t;
 
 
+/*
+ * The address a work request gives for a bounce buffer. Pool memory is
+ * registered at its IOVA in the node layout, not at this process's address,
+ * and local access through the lkey uses the IOVA too.
+ */
+#define uct_rc_share_buf_iova(_iface, _ptr) \
+    ((uintptr_t)(_ptr) - (_iface)->buf_va_offset)
+
+
 typedef enum {
     UCT_RC_SHARE_EP_CONNECTING,
     UCT_RC_SHARE_EP_CONNECTED,
@@ -188,8 +204,15 @@ typedef struct uct_rc_share_ep {
     ucs_status_t              fail_status;
     int                       sq_available;
     int                       fence;        /* next WR waits for RDMA reads */
-    uint64_t                  tx_posted;    /* signaled WRs, in order */
-    uint64_t                  tx_completed;
+    uint64_t                  tx_posted;    /* sequence number of the last WR */
+    uint64_t                  tx_completed; /* ... of the last one done */
+    unsigned                  tx_unsignaled; /* WRs since the last signaled */
+    unsigned                  tx_ops_mask;
+    uintptr_t                 *tx_ops;      /* by sequence number: what a WR
+                                               delivers when done (a
+                                               descriptor, or a completion
+                                               tagged UCT_RC_SHARE_TX_OP_COMP),
+                                               or 0 */
     ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
     ucs_arbiter_group_t       arb_group;
     ucs_list_link_t           list;         /* iface->ep_list */
@@ -275,8 +298,36 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
                                     uct_ep_h *ep_p);
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep);
 
+/*
+ * A send WR's wr_id: its endpoint, and above the 48 bits of a user-space
+ * address, the low 16 bits of its sequence number (the send queue holds
+ * fewer WRs than that). A completion reports its WR and every unsignaled WR
+ * of the endpoint before it.
+ */
+#define UCT_RC_SHARE_WR_ID_SN_SHIFT 48
+
+static UCS_F_ALWAYS_INLINE uint64_t
+uct_rc_share_wr_id(const uct_rc_share_ep_t *ep, uint64_t sn)
+{
+    return (uintptr_t)ep | (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
+}
+
+static UCS_F_ALWAYS_INLINE uct_rc_share_ep_t *
+uct_rc_share_wr_id_ep(uint64_t wr_id)
+{
+    return (uct_rc_share_ep_t*)(uintptr_t)
+           (wr_id & UCS_MASK(UCT_RC_SHARE_WR_ID_SN_SHIFT));
+}
+
+static UCS_F_ALWAYS_INLINE uint16_t uct_rc_share_wr_id_sn(uint64_t wr_id)
+{
+    return wr_id >> UCT_RC_SHARE_WR_ID_SN_SHIFT;
+}
+
 /* rc_share_ep.c: what the iface and the handshake tell an endpoint */
-void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count);
+void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
+                                 ucs_status_t status);
+int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep);
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep);

@@ -95,7 +95,8 @@ void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
     init_attr->cap.max_send_wr     = iface->config.tx_qp_len;
     init_attr->cap.max_send_sge    = UCT_RC_SHARE_MAX_SEND_SGE;
     init_attr->cap.max_inline_data = iface->config.max_inline;
-    init_attr->sq_sig_all          = 1;
+    /* Selective signaling (rc_share_ep.c), unless moderation is off */
+    init_attr->sq_sig_all          = (iface->config.tx_moderation == 0);
 }
 
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
@@ -196,10 +197,10 @@ static void uct_rc_share_conn_post_recv(uct_rc_share_iface_t *iface,
     struct ibv_sge sge;
     int ret;
 
-    sge.addr   = (uintptr_t)iface->conn.rx_bufs +
+    sge.addr   = uct_rc_share_buf_iova(iface, iface->conn.rx_bufs) +
                  (index * UCT_RC_SHARE_CONN_BUF_SIZE);
     sge.length = UCT_RC_SHARE_CONN_BUF_SIZE;
-    sge.lkey   = iface->conn.rx_mr->lkey;
+    sge.lkey   = iface->conn.bufs.lkey;
     wr.wr_id   = index;
     wr.next    = NULL;
     wr.sg_list = &sge;
@@ -228,9 +229,9 @@ static ucs_status_t uct_rc_share_conn_send(uct_rc_share_iface_t *iface,
                               iface->conn.tx_next * UCT_RC_SHARE_CONN_BUF_SIZE);
     memcpy(buf, msg, sizeof(*msg));
 
-    sge.addr              = (uintptr_t)buf;
+    sge.addr              = uct_rc_share_buf_iova(iface, buf);
     sge.length            = sizeof(*msg);
-    sge.lkey              = iface->conn.tx_mr->lkey;
+    sge.lkey              = iface->conn.bufs.lkey;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id              = UCT_RC_SHARE_CONN_SEND_WR;
     wr.opcode             = IBV_WR_SEND;
@@ -323,21 +324,18 @@ static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
     size_t rx_size = UCT_RC_SHARE_CONN_RX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
     size_t tx_size = UCT_RC_SHARE_CONN_TX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
 
-    iface->conn.rx_bufs = ucs_calloc(1, rx_size, "rc_share conn rx");
-    iface->conn.tx_buf  = ucs_calloc(1, tx_size, "rc_share conn tx");
-    if ((iface->conn.rx_bufs == NULL) || (iface->conn.tx_buf == NULL)) {
-        return UCS_ERR_NO_MEMORY;
+    ucs_status_t status;
+
+    /* From the rank's slice, like every other buffer */
+    status = uct_ibshare_resources_buf_alloc(iface->md->res, rx_size + tx_size,
+                                             "rc_share handshake",
+                                             &iface->conn.bufs);
+    if (status != UCS_OK) {
+        return status;
     }
 
-    iface->conn.rx_mr = ibv_reg_mr(iface->md->pd, iface->conn.rx_bufs,
-                                   rx_size, IBV_ACCESS_LOCAL_WRITE);
-    iface->conn.tx_mr = ibv_reg_mr(iface->md->pd, iface->conn.tx_buf,
-                                   tx_size, 0);
-    if ((iface->conn.rx_mr == NULL) || (iface->conn.tx_mr == NULL)) {
-        ucs_error("%s: ibv_reg_mr(handshake buffers) failed: %m",
-                  uct_rc_share_dev_name(iface));
-        return UCS_ERR_IO_ERROR;
-    }
+    iface->conn.rx_bufs = iface->conn.bufs.address;
+    iface->conn.tx_buf  = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs, rx_size);
 
     iface->conn.tx_available = UCT_RC_SHARE_CONN_TX_COUNT;
     return UCS_OK;
@@ -421,17 +419,13 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
         ibv_destroy_qp(iface->conn.qp);
     }
     uct_rc_share_conn_release_ahs(iface);
-    if (iface->conn.rx_mr != NULL) {
-        ibv_dereg_mr(iface->conn.rx_mr);
-    }
-    if (iface->conn.tx_mr != NULL) {
-        ibv_dereg_mr(iface->conn.tx_mr);
-    }
     if (iface->conn.cq != NULL) {
         ibv_destroy_cq(iface->conn.cq);
     }
-    ucs_free(iface->conn.rx_bufs);
-    ucs_free(iface->conn.tx_buf);
+    if (iface->conn.rx_bufs != NULL) {
+        uct_ibshare_resources_buf_free(iface->md->res, &iface->conn.bufs);
+        iface->conn.rx_bufs = NULL;
+    }
 }
 
 uint32_t uct_rc_share_conn_ud_qpn(const uct_rc_share_iface_t *iface)

@@ -1,10 +1,25 @@
 /**
  * rc_share endpoint: one function per UCT operation, on one RC QP.
  *
- * Every work request is signaled: its completion returns the send-queue and
- * CQ credits, completes the user's completion and delivers fetched data. A
- * request without a descriptor posts the endpoint as its wr_id, tagged by
- * bit 0; one with a descriptor posts the descriptor.
+ * Work requests are numbered per endpoint (the sequence number is in the
+ * wr_id, beside the endpoint). What a WR delivers when it is done, a
+ * descriptor or the user's completion, waits in the endpoint's tx_ops ring
+ * under its sequence number; an operation that delivers nothing (a short or
+ * zero-copy request without completion) takes no descriptor.
+ *
+ * Signaling is selective, as in UCX's rc_verbs: a WR whose completion the
+ * user waits for (a uct_completion_t, fetched data) is signaled, others only
+ * every tx_moderation WRs, or when CQ entries run short. A completion stands
+ * for its WR and every unsignaled WR before it: they return their send-queue
+ * slots and CQ entries, and what they deliver is delivered, then. In error,
+ * every WR completes, signaled or not (so each WR in flight holds a CQ
+ * entry), the failed one with its error and those before it successfully.
+ *
+ * Unsignaled WRs after an endpoint's last signaled one (its tail) would
+ * report nothing by themselves: flush, ep_check, destroy, and running out of
+ * CQ entries or descriptors post a signaled zero-length RDMA write (a NOP)
+ * after them. So that the NOP can always be posted, an endpoint with a tail
+ * holds one more CQ entry, and one send-queue slot is kept for it.
  */
 #include "rc_share.h"
 #include "rc_share_conn.h"
@@ -17,6 +32,10 @@
 
 #include <arpa/inet.h>
 #include <string.h>
+
+
+/* A tx_ops entry that is a user completion (a descriptor has bit 0 clear) */
+#define UCT_RC_SHARE_TX_OP_COMP 1ul
 
 
 typedef struct uct_rc_share_flush_req {
@@ -32,6 +51,25 @@ uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, uct_rc_share_iface_t);
 }
 
+static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface);
+
+/* Why a new operation may not be posted now */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_no_tx(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+
+    if ((ep->state == UCT_RC_SHARE_EP_CONNECTED) &&
+        (iface->tx_cq_available <= 0)) {
+        uct_rc_share_iface_tx_unstick(iface);
+    }
+    return UCS_ERR_NO_RESOURCE;
+}
+
 /* Whether a new operation may be posted now */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
@@ -43,11 +81,7 @@ uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
         return UCS_OK;
     }
 
-    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    }
-
-    return UCS_ERR_NO_RESOURCE;
+    return uct_rc_share_ep_no_tx(ep);
 }
 
 #define UCT_RC_SHARE_EP_CHECK_TX(_ep) \
@@ -58,51 +92,134 @@ uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
         } \
     }
 
+/* Descriptors held by unsignaled WRs come back when a NOP reports them */
 #define UCT_RC_SHARE_GET_TX_DESC(_iface, _desc) \
     { \
         (_desc) = ucs_mpool_get_inline(&(_iface)->tx_mp); \
         if (ucs_unlikely((_desc) == NULL)) { \
+            uct_rc_share_iface_tx_unstick(_iface); \
             return UCS_ERR_NO_RESOURCE; \
         } \
     }
 
 static UCS_F_ALWAYS_INLINE void
-uct_rc_share_tx_desc_setup(uct_rc_share_tx_desc_t *desc, uct_rc_share_ep_t *ep,
+uct_rc_share_tx_desc_setup(uct_rc_share_tx_desc_t *desc,
                            uct_completion_t *comp,
                            uct_rc_share_tx_handler_t handler)
 {
-    desc->ep      = ep;
     desc->comp    = comp;
     desc->handler = handler;
 }
 
+/* The tx_ops entry of a user completion, or 0 for none */
+static UCS_F_ALWAYS_INLINE uintptr_t
+uct_rc_share_tx_op_comp(uct_completion_t *comp)
+{
+    return (comp != NULL) ? ((uintptr_t)comp | UCT_RC_SHARE_TX_OP_COMP) : 0;
+}
+
+/* Tail bookkeeping: an endpoint with unsignaled WRs after its last signaled
+ * one holds one CQ entry more, for the NOP that may have to report them */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_ep_tail_end(uct_rc_share_ep_t *ep, uct_rc_share_iface_t *iface)
+{
+    if (ep->tx_unsignaled != 0) {
+        ep->tx_unsignaled = 0;
+        --iface->tx_tailed;
+        ++iface->tx_cq_available;
+    }
+}
+
+/*
+ * Posts one WR. op: what its completion delivers (a descriptor or a tagged
+ * user completion), 0 for nothing. signal: the caller waits for it; other
+ * WRs are signaled every tx_moderation WRs, and while CQ entries are few (so
+ * that they come back). The caller has checked the resources; a NOP (which
+ * reports a tail) needs none but its reserved slot and CQ entry.
+ */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
-                     uct_rc_share_tx_desc_t *desc)
+                     uintptr_t op, int signal)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uint64_t sn                 = ep->tx_posted + 1;
     struct ibv_send_wr *bad_wr;
     int ret;
 
-    wr->wr_id       = (desc != NULL) ? (uintptr_t)desc : ((uintptr_t)ep | 1);
+    signal = signal ||
+             (ep->tx_unsignaled >= iface->config.tx_moderation) ||
+             (iface->tx_cq_available <= (int)iface->config.tx_moderation);
+
+    wr->wr_id       = uct_rc_share_wr_id(ep, sn);
     wr->next        = NULL;
-    wr->send_flags |= IBV_SEND_SIGNALED | (ep->fence ? IBV_SEND_FENCE : 0);
+    wr->send_flags |= (signal ? IBV_SEND_SIGNALED : 0) |
+                      (ep->fence ? IBV_SEND_FENCE : 0);
 
     ret = ibv_post_send(ep->qp, wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
         ucs_error("ibv_post_send(QP 0x%x) failed: %s", ep->qp->qp_num,
                   strerror(ret));
-        if (desc != NULL) {
-            ucs_mpool_put_inline(desc);
+        if ((op != 0) && !(op & UCT_RC_SHARE_TX_OP_COMP)) {
+            ucs_mpool_put_inline((void*)op);
         }
         return UCS_ERR_IO_ERROR;
     }
 
-    ep->fence = 0;
+    ucs_assert(ep->tx_ops[sn & ep->tx_ops_mask] == 0);
+    ep->tx_ops[sn & ep->tx_ops_mask] = op;
+    ep->tx_posted                    = sn;
+    ep->fence                        = 0;
     --ep->sq_available;
     --iface->tx_cq_available;
-    ++ep->tx_posted;
+    if (signal) {
+        uct_rc_share_ep_tail_end(ep, iface);
+    } else if (ep->tx_unsignaled++ == 0) {
+        ++iface->tx_tailed;
+        --iface->tx_cq_available;
+    }
     return UCS_OK;
+}
+
+/* A signaled zero-length RDMA write: its completion reports every WR before
+ * it. Needs no memory key on either side. */
+static ucs_status_t uct_rc_share_ep_post_nop(uct_rc_share_ep_t *ep)
+{
+    struct ibv_send_wr wr;
+
+    wr.opcode              = IBV_WR_RDMA_WRITE;
+    wr.send_flags          = 0;
+    wr.sg_list             = NULL;
+    wr.num_sge             = 0;
+    wr.wr.rdma.remote_addr = 0;
+    wr.wr.rdma.rkey        = 0;
+    return uct_rc_share_ep_post(ep, &wr, 0, 1);
+}
+
+/* The endpoint's tail, if any, gets the NOP that reports it (the slot and
+ * the CQ entry it needs are kept for it) */
+static ucs_status_t uct_rc_share_ep_report_tail(uct_rc_share_ep_t *ep)
+{
+    if ((ep->tx_unsignaled == 0) || (ep->state != UCT_RC_SHARE_EP_CONNECTED)) {
+        return UCS_OK; /* none, or a failed QP, which completes every WR */
+    }
+
+    ucs_assert(ep->sq_available >= 0);
+    return uct_rc_share_ep_post_nop(ep);
+}
+
+/* Posting was refused for lack of CQ entries or descriptors, which the
+ * tails of endpoints may hold with no completion to come: report them */
+static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_ep_t *ep;
+
+    if (ucs_likely(iface->tx_tailed == 0)) {
+        return;
+    }
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        (void)uct_rc_share_ep_report_tail(ep);
+    }
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -114,8 +231,8 @@ uct_rc_share_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
     wr->send_flags          = 0;
     wr->sg_list             = sge;
     wr->num_sge             = num_sge;
-    wr->wr.rdma.remote_addr = remote_addr;
-    wr->wr.rdma.rkey        = (uint32_t)rkey;
+    wr->wr.rdma.remote_addr = uct_ibshare_rkey_iova(rkey, remote_addr);
+    wr->wr.rdma.rkey        = uct_ibshare_rkey_key(rkey);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -141,7 +258,8 @@ uct_rc_share_iov_to_sge(struct ibv_sge *sge, const uct_iov_t *iov,
         if (iov[i].length == 0) {
             continue;
         }
-        sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
+        sge[num_sge].addr   = (uintptr_t)iov[i].buffer -
+                              ((const uct_ibshare_mem_t*)iov[i].memh)->va_offset;
         sge[num_sge].length = uct_iov_get_length(&iov[i]);
         sge[num_sge].lkey   = ((const uct_ibshare_mem_t*)iov[i].memh)->lkey;
         ++num_sge;
@@ -177,7 +295,7 @@ ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, payload,
                        length, "TX: AM_SHORT");
-    status = uct_rc_share_ep_post(ep, &wr, NULL);
+    status = uct_rc_share_ep_post(ep, &wr, 0, 0);
     if (ucs_likely(status == UCS_OK)) {
         iface->counters.am_ops++;
         iface->counters.am_bytes += sizeof(header) + length;
@@ -203,9 +321,9 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
     length = pack_cb(desc->data, arg);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_bcopy");
-    uct_rc_share_tx_desc_setup(desc, ep, NULL, NULL);
+    uct_rc_share_tx_desc_setup(desc, NULL, NULL);
 
-    sge.addr   = (uintptr_t)desc->data;
+    sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
     uct_rc_share_wr_am(&wr, id, &sge, 1);
@@ -215,7 +333,7 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, desc->data,
                        length, "TX: AM_BCOPY");
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 0);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -249,8 +367,8 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
     /* The header travels from the descriptor, the payload from user memory */
     memcpy(desc->data, header, header_length);
-    uct_rc_share_tx_desc_setup(desc, ep, comp, NULL);
-    sge[0].addr   = (uintptr_t)desc->data;
+    uct_rc_share_tx_desc_setup(desc, comp, NULL);
+    sge[0].addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge[0].length = header_length;
     sge[0].lkey   = desc->lkey;
     num_sge       = 1 + uct_rc_share_iov_to_sge(&sge[1], iov, iovcnt);
@@ -258,7 +376,8 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, header,
                        header_length, "TX: AM_ZCOPY");
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
+                                  comp != NULL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -289,7 +408,7 @@ ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
     wr.send_flags = IBV_SEND_INLINE;
 
-    status = uct_rc_share_ep_post(ep, &wr, NULL);
+    status = uct_rc_share_ep_post(ep, &wr, 0, 0);
     if (ucs_likely(status == UCS_OK)) {
         iface->counters.put_ops++;
         iface->counters.put_bytes += length;
@@ -314,14 +433,14 @@ ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 
     length = pack_cb(desc->data, arg);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
-    uct_rc_share_tx_desc_setup(desc, ep, NULL, NULL);
+    uct_rc_share_tx_desc_setup(desc, NULL, NULL);
 
-    sge.addr   = (uintptr_t)desc->data;
+    sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
     uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 0);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -338,22 +457,20 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                            uct_completion_t *comp, uint64_t *ops_counter,
                            uint64_t *bytes_counter)
 {
-    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
     struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
-    uct_rc_share_tx_desc_t *desc;
     struct ibv_send_wr wr;
     ucs_status_t status;
 
     UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE, "rdma_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
-    UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
-    uct_rc_share_tx_desc_setup(desc, ep, comp, NULL);
+    /* No descriptor: the user's completion waits in tx_ops */
     uct_rc_share_wr_rdma(&wr, opcode, sge,
                          uct_rc_share_iov_to_sge(sge, iov, iovcnt),
                          remote_addr, rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, uct_rc_share_tx_op_comp(comp),
+                                  comp != NULL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -398,17 +515,17 @@ ucs_status_t uct_rc_share_ep_get_bcopy(uct_ep_h tl_ep,
     UCT_RC_SHARE_EP_CHECK_TX(ep);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
-    uct_rc_share_tx_desc_setup(desc, ep, comp, uct_rc_share_get_bcopy_handler);
+    uct_rc_share_tx_desc_setup(desc, comp, uct_rc_share_get_bcopy_handler);
     desc->get.cb     = unpack_cb;
     desc->get.arg    = arg;
     desc->get.length = length;
 
-    sge.addr   = (uintptr_t)desc->data;
+    sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
     uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 1);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -455,25 +572,26 @@ uct_rc_share_ep_atomic(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     UCT_RC_SHARE_EP_CHECK_TX(ep);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
-    uct_rc_share_tx_desc_setup(desc, ep, comp,
+    uct_rc_share_tx_desc_setup(desc, comp,
                                (result != NULL) ?
                                uct_rc_share_atomic_fetch_handler : NULL);
     desc->result = result;
 
     /* The old value always lands somewhere: in the descriptor */
-    sge.addr                  = (uintptr_t)desc->data;
+    sge.addr                  = uct_rc_share_buf_iova(iface, desc->data);
     sge.length                = sizeof(uint64_t);
     sge.lkey                  = desc->lkey;
     wr.opcode                 = opcode;
     wr.send_flags             = 0;
     wr.sg_list                = &sge;
     wr.num_sge                = 1;
-    wr.wr.atomic.remote_addr  = remote_addr;
+    wr.wr.atomic.remote_addr  = uct_ibshare_rkey_iova(rkey, remote_addr);
     wr.wr.atomic.compare_add  = compare_add;
     wr.wr.atomic.swap         = swap;
-    wr.wr.atomic.rkey         = (uint32_t)rkey;
+    wr.wr.atomic.rkey         = uct_ibshare_rkey_key(rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, desc);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
+                                  (result != NULL) || (comp != NULL));
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -541,6 +659,18 @@ static void uct_rc_share_ep_qp_error(uct_rc_share_ep_t *ep)
     (void)ibv_modify_qp(ep->qp, &attr, IBV_QP_STATE);
 }
 
+/* Whether the endpoint has no WR in flight; if it has, makes sure that a
+ * completion will report the last one */
+int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep)
+{
+    if (ep->tx_posted == ep->tx_completed) {
+        return 1;
+    }
+
+    (void)uct_rc_share_ep_report_tail(ep);
+    return 0;
+}
+
 ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                    uct_completion_t *comp)
 {
@@ -549,6 +679,9 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         if (ep->state != UCT_RC_SHARE_EP_CONNECTING) {
+            /* Before the QP fails: unsignaled WRs done already would
+             * complete no more */
+            (void)uct_rc_share_ep_report_tail(ep);
             uct_rc_share_ep_qp_error(ep);
         }
         uct_ep_pending_purge(tl_ep, ucs_empty_function, NULL);
@@ -556,7 +689,7 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
     }
 
-    if (ep->tx_posted == ep->tx_completed) {
+    if (uct_rc_share_ep_tx_idle(ep)) {
         return UCS_OK;
     }
 
@@ -572,13 +705,90 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
     return UCS_INPROGRESS;
 }
 
-void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, unsigned count)
+/* Delivers what a WR done leaves: fetched data, the user's completion, the
+ * descriptor back to its pool */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_ep_tx_op_done(uct_rc_share_ep_t *ep, uintptr_t op,
+                           ucs_status_t status)
 {
-    uct_rc_share_flush_req_t *req;
-    ucs_status_t status;
+    uct_rc_share_tx_desc_t *desc;
 
-    ep->sq_available += count;
-    ep->tx_completed += count;
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        if (ucs_likely(ep->state != UCT_RC_SHARE_EP_ZOMBIE)) {
+            uct_invoke_completion((uct_completion_t*)
+                                  (op & ~UCT_RC_SHARE_TX_OP_COMP), status);
+        }
+        return;
+    }
+
+    desc = (uct_rc_share_tx_desc_t*)op;
+    if (ucs_likely(ep->state != UCT_RC_SHARE_EP_ZOMBIE)) {
+        /* A zombie's user is gone: nothing to deliver */
+        if ((status == UCS_OK) && (desc->handler != NULL)) {
+            desc->handler(desc);
+        }
+        if (desc->comp != NULL) {
+            uct_invoke_completion(desc->comp, status);
+        }
+    }
+    ucs_mpool_put_inline(desc);
+}
+
+/* Releases what the WRs in flight hold, delivering nothing */
+static void uct_rc_share_ep_tx_ops_drop(uct_rc_share_ep_t *ep)
+{
+    uintptr_t *entry;
+    uint64_t sn;
+
+    for (sn = ep->tx_completed + 1; sn <= ep->tx_posted; ++sn) {
+        entry = &ep->tx_ops[sn & ep->tx_ops_mask];
+        if ((*entry != 0) && !(*entry & UCT_RC_SHARE_TX_OP_COMP)) {
+            ucs_mpool_put_inline((void*)*entry);
+        }
+        *entry = 0;
+    }
+}
+
+/*
+ * A send completion of the endpoint, of the WR numbered sn (its low 16
+ * bits): it and the unsignaled WRs before it are done. In error, the WRs
+ * before it succeeded (a QP completes in order, and stops at the first
+ * error); the WR itself takes the status.
+ */
+void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
+                                 ucs_status_t status)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    unsigned count = (uint16_t)(sn - (uint16_t)ep->tx_completed);
+    uint64_t first = ep->tx_completed + 1;
+    uint64_t last  = ep->tx_completed + count;
+    uct_rc_share_flush_req_t *req;
+    uintptr_t *entry;
+    uintptr_t op;
+    uint64_t i;
+
+    ucs_assertv((count >= 1) && (last <= ep->tx_posted),
+                "ep %p: completion of sn %u, completed %" PRIu64 " posted %"
+                PRIu64, ep, sn, ep->tx_completed, ep->tx_posted);
+
+    /* Callbacks may post, but not past these entries: their slots and CQ
+     * entries come back only after the loop */
+    for (i = first; i <= last; ++i) {
+        entry = &ep->tx_ops[i & ep->tx_ops_mask];
+        op    = *entry;
+        if (op != 0) {
+            *entry = 0;
+            uct_rc_share_ep_tx_op_done(ep, op, (i == last) ? status : UCS_OK);
+        }
+    }
+
+    ep->sq_available        += count;
+    ep->tx_completed         = last;
+    iface->tx_cq_available  += count;
+    if (ep->tx_completed == ep->tx_posted) {
+        /* The tail, if any, went in error completions: no NOP needed */
+        uct_rc_share_ep_tail_end(ep, iface);
+    }
 
     if (ucs_unlikely(ep->state == UCT_RC_SHARE_EP_ZOMBIE)) {
         if (ep->tx_completed == ep->tx_posted) {
@@ -610,23 +820,25 @@ ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
                                    uct_completion_t *comp)
 {
     uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
-    struct ibv_send_wr wr;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
 
-    if ((ep->state != UCT_RC_SHARE_EP_CONNECTED) ||
-        (ep->tx_posted != ep->tx_completed)) {
-        /* Connecting, failed (already reported), or traffic in flight
-         * whose completion tells the same */
+    if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
+        return UCS_OK; /* connecting, or failed (already reported) */
+    }
+
+    if (ep->tx_unsignaled != 0) {
+        /* Unsignaled WRs may be done already: the NOP after them asks */
+        return uct_rc_share_ep_report_tail(ep);
+    }
+
+    if ((ep->tx_posted != ep->tx_completed) ||
+        (uct_rc_share_ep_check_tx(ep) != UCS_OK)) {
+        /* A signaled WR in flight tells the same; or no room now */
         return UCS_OK;
     }
 
-    if (uct_rc_share_ep_check_tx(ep) != UCS_OK) {
-        return UCS_OK;
-    }
-
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0);
-    return uct_rc_share_ep_post(ep, &wr, NULL);
+    return uct_rc_share_ep_post_nop(ep);
 }
 
 /* ------------------------------------------------------------ pending */
@@ -760,17 +972,41 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_INVALID_PARAM;
     }
 
+    /* wr_ids carry the endpoint in 48 bits and a 16-bit sequence number */
+    if (((uintptr_t)self >> UCT_RC_SHARE_WR_ID_SN_SHIFT) != 0) {
+        ucs_error("rc_share: endpoint address %p does not fit in %d bits",
+                  self, UCT_RC_SHARE_WR_ID_SN_SHIFT);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (iface->config.tx_qp_len >= UCS_BIT(15)) {
+        ucs_error("rc_share: UCX_RC_SHARE_TX_QUEUE_LEN=%u is too long (at "
+                  "most %lu)", iface->config.tx_qp_len, UCS_BIT(15) - 1);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     /* Classes are not zeroed: start every field of ours from zero */
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
-    self->sq_available = iface->config.tx_qp_len;
+    /* With selective signaling, one slot is kept for the NOP that reports
+     * the unsignaled tail */
+    self->sq_available = iface->config.tx_qp_len -
+                         (iface->config.tx_moderation > 0);
     self->state        = UCT_RC_SHARE_EP_CONNECTING;
+    self->tx_ops_mask  = ucs_roundup_pow2(iface->config.tx_qp_len) - 1;
     ucs_queue_head_init(&self->flush_reqs);
     ucs_arbiter_group_init(&self->arb_group);
 
+    self->tx_ops = ucs_calloc(self->tx_ops_mask + 1, sizeof(*self->tx_ops),
+                              "rc_share tx_ops");
+    if (self->tx_ops == NULL) {
+        ucs_error("rc_share: failed to allocate %u tx_ops entries",
+                  self->tx_ops_mask + 1);
+        return UCS_ERR_NO_MEMORY;
+    }
+
     status = uct_rc_share_qp_create(iface, &self->qp);
     if (status != UCS_OK) {
-        return status;
+        goto err_free_ops;
     }
 
     status = uct_rc_share_conn_start(
@@ -778,20 +1014,30 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
             (const uct_rc_share_iface_addr_t*)params->iface_addr);
     if (status != UCS_OK) {
         ibv_destroy_qp(self->qp);
-        return status;
+        goto err_free_ops;
     }
 
     ucs_list_add_tail(&iface->ep_list, &self->list);
     ++iface->counters.eps;
     ucs_debug("rc_share ep %p: QP 0x%x, connecting", self, self->qp->qp_num);
     return UCS_OK;
+
+err_free_ops:
+    ucs_free(self->tx_ops);
+    return status;
 }
 
 static void uct_rc_share_ep_free(uct_rc_share_ep_t *ep)
 {
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
     if (ibv_destroy_qp(ep->qp) != 0) {
         ucs_warn("ibv_destroy_qp(0x%x) failed: %m", ep->qp->qp_num);
     }
+    /* A zombie freed with its iface: what its WRs held goes back now */
+    uct_rc_share_ep_tx_ops_drop(ep);
+    uct_rc_share_ep_tail_end(ep, iface);
+    ucs_free(ep->tx_ops);
     ucs_class_free(ep);
 }
 
@@ -840,6 +1086,9 @@ void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
         return;
     }
 
+    /* Every WR in flight must complete for the zombie to go: those that
+     * are done already but unsignaled are reported by a NOP */
+    (void)uct_rc_share_ep_report_tail(ep);
     uct_rc_share_ep_qp_error(ep);
     ep->state = UCT_RC_SHARE_EP_ZOMBIE;
     ucs_list_add_tail(&iface->zombie_eps, &ep->list);

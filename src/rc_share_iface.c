@@ -52,7 +52,15 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_len),
      UCS_CONFIG_TYPE_UINT},
 
-    {"RX_QUEUE_LEN", "1024",
+    {"TX_CQ_MODERATION", "64",
+     "Most send work requests an endpoint posts in a row without asking for\n"
+     "a completion (0: every one asks). A request whose completion the user\n"
+     "waits for always asks; the completion of one request reports those\n"
+     "before it. At most a quarter of TX_QUEUE_LEN and of TX_CQ_LEN.",
+     ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_moderation),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "512",
      "Receive buffers in the shared receive queue of an iface.",
      ucs_offsetof(uct_rc_share_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
@@ -370,20 +378,18 @@ static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
 
 /* ------------------------------------------------------------ receive */
 
-static void uct_rc_share_rx_desc_init(uct_iface_h tl_iface, void *obj,
-                                      uct_mem_h memh)
+static void uct_rc_share_rx_desc_init(void *obj, uint32_t lkey)
 {
     uct_rc_share_rx_desc_t *desc = obj;
 
-    desc->lkey = ((uct_ibshare_mem_t*)memh)->lkey;
+    desc->lkey = lkey;
 }
 
-static void uct_rc_share_tx_desc_init(uct_iface_h tl_iface, void *obj,
-                                      uct_mem_h memh)
+static void uct_rc_share_tx_desc_init(void *obj, uint32_t lkey)
 {
     uct_rc_share_tx_desc_t *desc = obj;
 
-    desc->lkey = ((uct_ibshare_mem_t*)memh)->lkey;
+    desc->lkey = lkey;
 }
 
 static void uct_rc_share_iface_release_desc(uct_recv_desc_t *self, void *desc)
@@ -411,8 +417,9 @@ static unsigned uct_rc_share_iface_post_recv(uct_rc_share_iface_t *iface,
         if (desc == NULL) {
             break;
         }
-        sges[i].addr   = (uintptr_t)UCS_PTR_BYTE_OFFSET(
-                                 desc, iface->config.rx_payload_offset);
+        sges[i].addr   = uct_rc_share_buf_iova(iface,
+                                 UCS_PTR_BYTE_OFFSET(
+                                     desc, iface->config.rx_payload_offset));
         sges[i].length = iface->config.seg_size;
         sges[i].lkey   = desc->lkey;
         wrs[i].wr_id   = (uintptr_t)desc;
@@ -505,41 +512,19 @@ static uct_rc_share_ep_t *
 uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
                                  const struct ibv_wc *wc)
 {
+    uct_rc_share_ep_t *ep     = uct_rc_share_wr_id_ep(wc->wr_id);
     uct_rc_share_ep_t *failed = NULL;
-    uct_rc_share_tx_desc_t *desc = NULL;
-    uct_rc_share_ep_t *ep;
     ucs_status_t status;
-
-    /* Operations without a descriptor post the endpoint, tagged by bit 0 */
-    if (wc->wr_id & 1) {
-        ep = (uct_rc_share_ep_t*)(uintptr_t)(wc->wr_id & ~1ull);
-    } else {
-        desc = (uct_rc_share_tx_desc_t*)(uintptr_t)wc->wr_id;
-        ep   = desc->ep;
-    }
-
-    ++iface->tx_cq_available;
-
-    if (ucs_unlikely(ep->state == UCT_RC_SHARE_EP_ZOMBIE)) {
-        /* Its user is gone: nothing to deliver */
-        if (desc != NULL) {
-            ucs_mpool_put_inline(desc);
-        }
-        uct_rc_share_ep_tx_complete(ep, 1);
-        return NULL;
-    }
 
     if (ucs_likely(wc->status == IBV_WC_SUCCESS)) {
         status = UCS_OK;
-        if ((desc != NULL) && (desc->handler != NULL)) {
-            desc->handler(desc);
-        }
     } else {
         status = (wc->status == IBV_WC_WR_FLUSH_ERR) ? UCS_ERR_CANCELED :
                  (wc->status == IBV_WC_RETRY_EXC_ERR) ||
                  (wc->status == IBV_WC_RNR_RETRY_EXC_ERR) ?
                          UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CONNECTION_RESET;
         if ((ep->state != UCT_RC_SHARE_EP_FAILED) &&
+            (ep->state != UCT_RC_SHARE_EP_ZOMBIE) &&
             (wc->status != IBV_WC_WR_FLUSH_ERR)) {
             ucs_diag("%s:%d: ep %p QP 0x%x: send completion error: %s",
                      iface->md->dev_name, iface->port_num, ep, wc->qp_num,
@@ -550,14 +535,9 @@ uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
         }
     }
 
-    if (desc != NULL) {
-        if (desc->comp != NULL) {
-            uct_invoke_completion(desc->comp, status);
-        }
-        ucs_mpool_put_inline(desc);
-    }
-
-    uct_rc_share_ep_tx_complete(ep, 1);
+    /* Delivers what this WR and the unsignaled ones before it leave, and
+     * returns their send-queue slots and CQ entries */
+    uct_rc_share_ep_tx_complete(ep, uct_rc_share_wr_id_sn(wc->wr_id), status);
     return failed;
 }
 
@@ -644,6 +624,7 @@ static ucs_status_t uct_rc_share_iface_flush(uct_iface_h tl_iface,
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
                                                  uct_rc_share_iface_t);
+    ucs_status_t status         = UCS_OK;
     uct_rc_share_ep_t *ep;
 
     if (comp != NULL) {
@@ -651,11 +632,12 @@ static ucs_status_t uct_rc_share_iface_flush(uct_iface_h tl_iface,
     }
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        if (ep->tx_posted != ep->tx_completed) {
-            return UCS_INPROGRESS;
+        /* Not done: each ep with WRs in flight gets a completion coming */
+        if (!uct_rc_share_ep_tx_idle(ep)) {
+            status = UCS_INPROGRESS;
         }
     }
-    return UCS_OK;
+    return status;
 }
 
 static ucs_status_t uct_rc_share_iface_fence(uct_iface_h tl_iface,
@@ -765,6 +747,9 @@ static ucs_status_t uct_rc_share_iface_init_config(
 
     iface->config.seg_size           = config->seg_size;
     iface->config.tx_qp_len          = config->tx_queue_len;
+    iface->config.tx_moderation      = ucs_min(config->tx_cq_moderation,
+                                               ucs_min(config->tx_queue_len,
+                                                       config->tx_cq_len) / 4);
     iface->config.max_inline         = config->max_inline;
     iface->config.rx_payload_offset  = sizeof(uct_rc_share_rx_desc_t) +
                                        sizeof(uct_recv_desc_t) + rx_headroom;
@@ -937,24 +922,31 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
-    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
-                                  sizeof(uct_rc_share_tx_desc_t) +
-                                  self->config.seg_size,
-                                  sizeof(uct_rc_share_tx_desc_t),
-                                  UCS_SYS_CACHE_LINE_SIZE, &config->tx_mp,
-                                  config->tx_mp.bufs_grow,
-                                  uct_rc_share_tx_desc_init, "rc_share_tx");
+    /* Bounce buffers come from the rank's slice of the node pool, which
+     * is registered already */
+    self->buf_va_offset = md->res->va_offset;
+    status = uct_ibshare_mpool_init(md->res, &self->tx_mp,
+                                    sizeof(uct_rc_share_tx_desc_t) +
+                                    self->config.seg_size,
+                                    sizeof(uct_rc_share_tx_desc_t),
+                                    UCS_SYS_CACHE_LINE_SIZE,
+                                    config->tx_mp.bufs_grow,
+                                    config->tx_mp.max_bufs,
+                                    uct_rc_share_tx_desc_init, "rc_share_tx");
     if (status != UCS_OK) {
         goto err;
     }
 
-    status = uct_iface_mpool_init(&self->super, &self->rx_mp,
-                                  self->config.rx_payload_offset +
-                                  self->config.seg_size,
-                                  self->config.rx_payload_offset,
-                                  UCS_SYS_CACHE_LINE_SIZE, &config->rx_mp,
-                                  config->rx_queue_len,
-                                  uct_rc_share_rx_desc_init, "rc_share_rx");
+    status = uct_ibshare_mpool_init(md->res, &self->rx_mp,
+                                    self->config.rx_payload_offset +
+                                    self->config.seg_size,
+                                    self->config.rx_payload_offset,
+                                    UCS_SYS_CACHE_LINE_SIZE,
+                                    (config->rx_mp.bufs_grow != 0) ?
+                                    config->rx_mp.bufs_grow :
+                                    config->rx_queue_len,
+                                    config->rx_mp.max_bufs,
+                                    uct_rc_share_rx_desc_init, "rc_share_rx");
     if (status != UCS_OK) {
         goto err;
     }

@@ -1,0 +1,1147 @@
+/**
+ * The node group: election, serving joiners, taking over, leaving.
+ * See ibshare_node.h for the interface and ibshare_node_int.h for the locks.
+ *
+ * Join: under the JOIN lock, ask the socket; if nobody serves and MEMBERS
+ * can be write-locked there is no group, so found one; if members are alive
+ * but nobody serves, the server died and a member is about to take over:
+ * drop the JOIN lock and ask again. Every member runs one thread that tries
+ * the SERVER byte every UCT_IBSHARE_NODE_TAKEOVER_MS while someone else
+ * holds it, so one survivor always takes over with its own dups of the fds
+ * and its copy of the descriptor.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_OFD_SETLK, accept4, pipe2 */
+#endif
+
+#include "ibshare_node_int.h"
+#include "ibshare_sock.h"
+
+#include <ucs/debug/log_def.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/sock.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+
+#define UCT_IBSHARE_NODE_TAKEOVER_MS  100  /* a member tries to serve */
+#define UCT_IBSHARE_NODE_RETRY_MS     10   /* a joiner asks again */
+#define UCT_IBSHARE_NODE_MAX_CONNS    16   /* connections awaiting JOIN */
+#define UCT_IBSHARE_NODE_MAX_PENDING  16   /* slices handed, not yet locked */
+#define UCT_IBSHARE_NODE_NO_RECORD    UINT32_MAX
+#define UCT_IBSHARE_NODE_FAULT_STATUS 86   /* exit status of a fault */
+
+
+const char *uct_ibshare_node_fault_names[] = {
+    [UCT_IBSHARE_FAULT_NONE]        = "none",
+    [UCT_IBSHARE_FAULT_CREATE_EXIT] = "create_exit",
+    [UCT_IBSHARE_FAULT_ACCEPT_EXIT] = "accept_exit",
+    [UCT_IBSHARE_FAULT_JOIN_EXIT]   = "join_exit",
+    [UCT_IBSHARE_FAULT_DESC_EXIT]   = "desc_exit",
+    [UCT_IBSHARE_FAULT_STALL]       = "stall",
+    [UCT_IBSHARE_FAULT_GARBAGE]     = "garbage",
+    [UCT_IBSHARE_FAULT_TRUNCATED]   = "truncated",
+    [UCT_IBSHARE_FAULT_LAST]        = NULL
+};
+
+
+/* A connection accepted by the server, waiting for its JOIN message */
+typedef struct {
+    int        fd;
+    pid_t      pid;
+    ucs_time_t deadline;
+    int        stalled;     /* UCT_IBSHARE_FAULT_STALL: never answered */
+} uct_ibshare_node_conn_t;
+
+/* A slice handed to a joiner that has not locked it yet */
+typedef struct {
+    uint32_t   slice;
+    ucs_time_t expiry;      /* 0: unused */
+} uct_ibshare_node_pending_t;
+
+
+struct uct_ibshare_node {
+    char                       dir_path[PATH_MAX];
+    char                       name[UCT_IBSHARE_NODE_NAME_LEN + 1];
+    char                       lock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
+    char                       sock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
+    char                       lock_path[PATH_MAX];
+    char                       sock_path[sizeof(((struct sockaddr_un*)0)->sun_path)];
+    char                       job_key[128];
+    double                     timeout;
+    unsigned                   fault;        /* atomic: set_fault() */
+
+    int                        dir_fd;
+    int                        lock_fd;
+    int                        cmd_fd;       /* our dups, to serve with */
+    int                        pool_fd;
+    int                        listen_fd;
+    int                        stop_pipe[2];
+    pthread_t                  thread;
+    int                        thread_started;
+    int                        serving;      /* the thread's, once started */
+
+    uct_ibshare_desc_t         desc;         /* slice and server_pid set per
+                                                hand-off */
+    uint32_t                   record;       /* our record (= our slice) */
+    uct_ibshare_node_state_t   *state;
+    size_t                     state_size;
+
+    uct_ibshare_node_conn_t    conns[UCT_IBSHARE_NODE_MAX_CONNS];
+    uct_ibshare_node_pending_t pending[UCT_IBSHARE_NODE_MAX_PENDING];
+    char                       last_err[256]; /* why the last try failed */
+};
+
+
+static ucs_time_t uct_ibshare_node_deadline(const uct_ibshare_node_t *node)
+{
+    return ucs_get_time() + ucs_time_from_sec(node->timeout);
+}
+
+static void UCS_F_NORETURN
+uct_ibshare_node_fault_exit(uct_ibshare_node_t *node, const char *where)
+{
+    ucs_warn("%s: fault injection: the server exits %s", node->sock_path,
+             where);
+    _exit(UCT_IBSHARE_NODE_FAULT_STATUS);
+}
+
+/* The fault that strikes now; misbehaving faults strike once only, so that
+ * a test sees the server survive its own misbehaviour */
+static unsigned uct_ibshare_node_fault_take(uct_ibshare_node_t *node,
+                                            unsigned fault)
+{
+    unsigned expected = fault;
+
+    if (__atomic_load_n(&node->fault, __ATOMIC_RELAXED) != fault) {
+        return 0;
+    }
+    if ((fault == UCT_IBSHARE_FAULT_STALL) ||
+        (fault == UCT_IBSHARE_FAULT_GARBAGE) ||
+        (fault == UCT_IBSHARE_FAULT_TRUNCATED)) {
+        return __atomic_compare_exchange_n(&node->fault, &expected,
+                                           UCT_IBSHARE_FAULT_NONE, 0,
+                                           __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED);
+    }
+    return 1;
+}
+
+void uct_ibshare_node_set_fault(uct_ibshare_node_t *node, unsigned fault)
+{
+    __atomic_store_n(&node->fault, fault, __ATOMIC_RELAXED);
+}
+
+static uint64_t uct_ibshare_node_fnv1a(uint64_t hash, const void *data,
+                                       size_t length)
+{
+    const uint8_t *p = data;
+
+    while (length-- > 0) {
+        hash = (hash ^ *p++) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
+/* The group's name: one group per (job, device, user, boot, net namespace);
+ * the boot id keeps a reboot from meeting stale files in a persistent
+ * directory, the namespace keeps containers that share /tmp apart */
+static void uct_ibshare_node_group_name(uct_ibshare_node_t *node,
+                                        const char *dev_name)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    uint64_t boot_hi = 0, boot_lo = 0, value;
+
+    if (ucs_sys_get_boot_id(&boot_hi, &boot_lo) != UCS_OK) {
+        ucs_debug("no boot id; the group name goes without it");
+    }
+
+    hash  = uct_ibshare_node_fnv1a(hash, node->job_key,
+                                   strlen(node->job_key) + 1);
+    hash  = uct_ibshare_node_fnv1a(hash, dev_name, strlen(dev_name) + 1);
+    value = geteuid();
+    hash  = uct_ibshare_node_fnv1a(hash, &value, sizeof(value));
+    hash  = uct_ibshare_node_fnv1a(hash, &boot_hi, sizeof(boot_hi));
+    hash  = uct_ibshare_node_fnv1a(hash, &boot_lo, sizeof(boot_lo));
+    value = ucs_sys_get_ns(UCS_SYS_NS_TYPE_NET);
+    hash  = uct_ibshare_node_fnv1a(hash, &value, sizeof(value));
+
+    ucs_snprintf_zero(node->name, sizeof(node->name), "%016llx",
+                      (unsigned long long)hash);
+}
+
+static ucs_status_t
+uct_ibshare_node_init(uct_ibshare_node_t *node,
+                      const uct_ibshare_node_params_t *params)
+{
+    uct_ibshare_node_conn_t *conn;
+    struct sockaddr_un addr;
+    ucs_status_t status;
+    size_t length;
+
+    node->dir_fd       = -1;
+    node->lock_fd      = -1;
+    node->cmd_fd       = -1;
+    node->pool_fd      = -1;
+    node->listen_fd    = -1;
+    node->stop_pipe[0] = -1;
+    node->stop_pipe[1] = -1;
+    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
+         ++conn) {
+        conn->fd = -1;
+    }
+    node->record       = UCT_IBSHARE_NODE_NO_RECORD;
+    node->timeout      = params->timeout;
+    node->fault        = params->fault;
+
+    if ((params->runtime_dir == NULL) || (params->runtime_dir[0] == '\0') ||
+        (params->dev_name == NULL) || (params->dev_name[0] == '\0') ||
+        (params->create == NULL) || !(params->timeout > 0)) {
+        ucs_error("node group: a runtime directory, a device name, create() "
+                  "and a positive timeout are required");
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((params->job_key != NULL) && (params->job_key[0] != '\0')) {
+        if (strlen(params->job_key) >= sizeof(node->job_key)) {
+            ucs_error("node group: job key '%s' is longer than %zu bytes",
+                      params->job_key, sizeof(node->job_key) - 1);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        ucs_strncpy_zero(node->job_key, params->job_key,
+                         sizeof(node->job_key));
+    } else {
+        /* No job to share with: a group of this process alone */
+        ucs_snprintf_zero(node->job_key, sizeof(node->job_key), "pid-%d",
+                          (int)getpid());
+    }
+
+    uct_ibshare_node_group_name(node, params->dev_name);
+    ucs_snprintf_zero(node->lock_name, sizeof(node->lock_name), "%s%s",
+                      node->name, UCT_IBSHARE_NODE_LOCK_SUFFIX);
+    ucs_snprintf_zero(node->sock_name, sizeof(node->sock_name), "%s%s",
+                      node->name, UCT_IBSHARE_NODE_SOCK_SUFFIX);
+
+    /* Before creating anything: the socket path must fit sun_path */
+    length = strlen(params->runtime_dir) +
+             strlen("/" UCT_IBSHARE_NODE_DIR_PREFIX "4294967295/") +
+             strlen(node->sock_name);
+    if (length >= sizeof(addr.sun_path)) {
+        ucs_error("runtime directory '%s' is too long for the node group's "
+                  "unix socket: its path would take up to %zu bytes, "
+                  "sun_path holds %zu; set UCX_IBSHARE_RUNTIME_DIR to a "
+                  "shorter directory", params->runtime_dir, length,
+                  sizeof(addr.sun_path) - 1);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_ibshare_node_dir_open(params->runtime_dir, 1,
+                                       node->dir_path, sizeof(node->dir_path),
+                                       &node->dir_fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ucs_snprintf_zero(node->lock_path, sizeof(node->lock_path), "%s/%s",
+                      node->dir_path, node->lock_name);
+    ucs_snprintf_zero(node->sock_path, sizeof(node->sock_path), "%s/%s",
+                      node->dir_path, node->sock_name);
+    return UCS_OK;
+}
+
+/* Releases everything the node holds; the kernel drops the locks with the
+ * lock file's last fd */
+static void uct_ibshare_node_destroy(uct_ibshare_node_t *node)
+{
+    if (node->listen_fd >= 0) {
+        close(node->listen_fd);
+        unlinkat(node->dir_fd, node->sock_name, 0);
+    }
+    if (node->state != NULL) {
+        munmap(node->state, node->state_size);
+    }
+    ucs_close_fd(&node->cmd_fd);
+    ucs_close_fd(&node->pool_fd);
+    ucs_close_fd(&node->lock_fd);
+    ucs_close_fd(&node->dir_fd);
+    ucs_close_fd(&node->stop_pipe[0]);
+    ucs_close_fd(&node->stop_pipe[1]);
+    ucs_free(node);
+}
+
+static ucs_status_t uct_ibshare_node_open_lock(uct_ibshare_node_t *node)
+{
+    struct stat st;
+
+    node->lock_fd = openat(node->dir_fd, node->lock_name,
+                           O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (node->lock_fd < 0) {
+        ucs_error("cannot open the node group lock file %s: %m",
+                  node->lock_path);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    if (fstat(node->lock_fd, &st) < 0) {
+        ucs_error("fstat(%s) failed: %m", node->lock_path);
+        goto err;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_uid != geteuid())) {
+        ucs_error("%s is not a regular file of uid %u; remove it",
+                  node->lock_path, (unsigned)geteuid());
+        goto err;
+    }
+    return UCS_OK;
+
+err:
+    ucs_close_fd(&node->lock_fd);
+    return UCS_ERR_IO_ERROR;
+}
+
+/* After the JOIN lock: is our lock file still the one at its path? The last
+ * member unlinks it, and whoever opened it before that must open anew, or
+ * two groups would live in two files */
+static int uct_ibshare_node_lock_is_current(uct_ibshare_node_t *node)
+{
+    struct stat st_path, st_fd;
+
+    return (fstatat(node->dir_fd, node->lock_name, &st_path,
+                    AT_SYMLINK_NOFOLLOW) == 0) &&
+           (fstat(node->lock_fd, &st_fd) == 0) &&
+           (st_path.st_dev == st_fd.st_dev) &&
+           (st_path.st_ino == st_fd.st_ino);
+}
+
+static void uct_ibshare_node_record_set(uct_ibshare_node_t *node,
+                                        uint32_t pid)
+{
+    uct_ibshare_node_record_t *rec;
+
+    if ((node->state == NULL) || (node->record >= node->state->num_records)) {
+        return;
+    }
+    rec               = &node->state->records[node->record];
+    rec->regs_done    = 0;
+    rec->regs_avoided = 0;
+    rec->mrs_held     = 0;
+    __atomic_store_n(&rec->pid, pid, __ATOMIC_RELEASE);
+}
+
+void uct_ibshare_node_set_counters(uct_ibshare_node_t *node,
+                                   uint64_t regs_done, uint64_t regs_avoided,
+                                   uint64_t mrs_held)
+{
+    uct_ibshare_node_record_t *rec;
+
+    if ((node->state == NULL) || (node->record >= node->state->num_records)) {
+        return;
+    }
+    rec = &node->state->records[node->record];
+    __atomic_store_n(&rec->regs_done, regs_done, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->regs_avoided, regs_avoided, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->mrs_held, mrs_held, __ATOMIC_RELAXED);
+}
+
+/* 1 if the slice was handed out recently and its joiner has not locked it */
+static int uct_ibshare_node_slice_pending(uct_ibshare_node_t *node,
+                                          uint32_t slice, ucs_time_t now)
+{
+    uct_ibshare_node_pending_t *p;
+
+    for (p = node->pending; p < node->pending + UCT_IBSHARE_NODE_MAX_PENDING;
+         ++p) {
+        if ((p->expiry == 0) || (p->slice != slice)) {
+            continue;
+        }
+        if ((p->expiry <= now) ||
+            (uct_ibshare_lock_test(node->lock_fd,
+                                   UCT_IBSHARE_LOCK_RECORD0 + slice) == 1)) {
+            /* Locked: the lock tells from now on. Expired: the joiner
+             * died or gave up before it locked the slice */
+            p->expiry = 0;
+            continue;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static void uct_ibshare_node_slice_handed(uct_ibshare_node_t *node,
+                                          uint32_t slice)
+{
+    uct_ibshare_node_pending_t *p, *victim = node->pending;
+
+    for (p = node->pending; p < node->pending + UCT_IBSHARE_NODE_MAX_PENDING;
+         ++p) {
+        if (p->expiry < victim->expiry) {
+            victim = p;
+        }
+    }
+    victim->slice  = slice;
+    victim->expiry = uct_ibshare_node_deadline(node);
+}
+
+static uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
+{
+    ucs_time_t now = ucs_get_time();
+    uint32_t slice;
+
+    for (slice = 0; slice < node->desc.num_slices; ++slice) {
+        /* F_OFD_GETLK does not see our own lock */
+        if ((slice != node->record) &&
+            !uct_ibshare_node_slice_pending(node, slice, now) &&
+            (uct_ibshare_lock_test(node->lock_fd,
+                                   UCT_IBSHARE_LOCK_RECORD0 + slice) == 0)) {
+            return slice;
+        }
+    }
+    return UCT_IBSHARE_DESC_NO_SLICE;
+}
+
+/* Best effort: the peer is dropped right after either way */
+static void uct_ibshare_node_refuse(int fd, uint32_t reason)
+{
+    uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    size_t length;
+
+    length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason);
+    if (length > 0) {
+        uct_ibshare_sock_send(fd, buf, length, NULL, 0,
+                              ucs_get_time() + ucs_time_from_msec(100));
+    }
+}
+
+static void uct_ibshare_node_conn_close(uct_ibshare_node_conn_t *conn)
+{
+    ucs_close_fd(&conn->fd);
+    conn->stalled = 0;
+}
+
+static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
+{
+    uct_ibshare_node_conn_t *conn, *slot;
+    pid_t pid;
+    uid_t uid;
+    int fd;
+
+    for (;;) {
+        fd = accept4(node->listen_fd, NULL, NULL,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            } else if (errno != EAGAIN) {
+                /* EMFILE and the like: wait a little rather than spin on a
+                 * listening socket that stays readable */
+                ucs_error("%s: accept() failed: %m", node->sock_path);
+                poll(&(struct pollfd){ .fd = node->stop_pipe[0],
+                                       .events = POLLIN }, 1, 100);
+            }
+            return;
+        }
+
+        if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_ACCEPT_EXIT)) {
+            uct_ibshare_node_fault_exit(node, "after accept()");
+        }
+
+        if (uct_ibshare_sock_peer_cred(fd, &pid, &uid) != UCS_OK) {
+            close(fd);
+            continue;
+        }
+        if (uid != geteuid()) {
+            ucs_error("%s: refused a connection from pid %d: it runs as uid "
+                      "%u, not as uid %u", node->sock_path, (int)pid,
+                      (unsigned)uid, (unsigned)geteuid());
+            uct_ibshare_node_refuse(fd, UCT_IBSHARE_REFUSE_UID);
+            close(fd);
+            continue;
+        }
+
+        /* A free slot, else the one that has waited longest gives way:
+         * peers that connect and say nothing must not lock others out */
+        slot = NULL;
+        for (conn = node->conns;
+             conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS; ++conn) {
+            if (conn->fd < 0) {
+                slot = conn;
+                break;
+            } else if ((slot == NULL) || (conn->deadline < slot->deadline)) {
+                slot = conn;
+            }
+        }
+        if (slot->fd >= 0) {
+            ucs_warn("%s: %d connections wait for their join message; "
+                     "dropping the oldest, from pid %d", node->sock_path,
+                     UCT_IBSHARE_NODE_MAX_CONNS, (int)slot->pid);
+            uct_ibshare_node_conn_close(slot);
+        }
+        slot->fd       = fd;
+        slot->pid      = pid;
+        slot->deadline = uct_ibshare_node_deadline(node);
+        slot->stalled  = 0;
+    }
+}
+
+/* Reads the JOIN message of a readable connection and answers it */
+static void uct_ibshare_node_handle(uct_ibshare_node_t *node,
+                                    uct_ibshare_node_conn_t *conn)
+{
+    int fds[UCT_IBSHARE_SOCK_MAX_FDS];
+    uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_desc_t desc;
+    uct_ibshare_msg_t msg;
+    char err[256];
+    ucs_status_t status;
+    unsigned nfds, i;
+    size_t length;
+
+    /* No room for fds: any the peer sends are closed by the kernel */
+    status = uct_ibshare_sock_recv(conn->fd, buf, sizeof(buf), &length, NULL,
+                                   0, &nfds, ucs_get_time());
+    switch (status) {
+    case UCS_OK:
+        break;
+    case UCS_ERR_TIMED_OUT:
+        return; /* a spurious wake-up; the connection's deadline stands */
+    case UCS_ERR_CONNECTION_RESET:
+        ucs_debug("%s: pid %d closed the connection before its join "
+                  "message", node->sock_path, (int)conn->pid);
+        goto out_close;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        ucs_error("%s: pid %d sent a message longer than %d bytes; "
+                  "dropping it", node->sock_path, (int)conn->pid,
+                  UCT_IBSHARE_MSG_MAX);
+        goto out_refuse;
+    case UCS_ERR_EXCEEDS_LIMIT:
+        ucs_error("%s: pid %d sent file descriptors with its join message; "
+                  "dropping it", node->sock_path, (int)conn->pid);
+        goto out_refuse;
+    default:
+        goto out_close;
+    }
+
+    status = uct_ibshare_msg_unpack(buf, length, &msg, err, sizeof(err));
+    if (status != UCS_OK) {
+        ucs_error("%s: bad join message from pid %d: %s", node->sock_path,
+                  (int)conn->pid, err);
+        goto out_refuse;
+    }
+    if (msg.type != UCT_IBSHARE_MSG_JOIN) {
+        ucs_error("%s: pid %d sent a message of type %u instead of join",
+                  node->sock_path, (int)conn->pid, msg.type);
+        goto out_refuse;
+    }
+
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_JOIN_EXIT)) {
+        uct_ibshare_node_fault_exit(node, "after reading a join message");
+    }
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_STALL)) {
+        ucs_warn("%s: fault injection: never answering pid %d",
+                 node->sock_path, (int)conn->pid);
+        conn->stalled = 1;
+        return;
+    }
+
+    desc            = node->desc;
+    desc.slice      = uct_ibshare_node_pick_slice(node);
+    desc.server_pid = getpid();
+    length          = uct_ibshare_msg_pack_desc(buf, sizeof(buf), &desc);
+    if (length == 0) {
+        ucs_error("%s: the group's descriptor does not encode",
+                  node->sock_path);
+        goto out_close;
+    }
+
+    nfds = 0;
+    if (desc.has_cmd_fd) {
+        fds[nfds++] = node->cmd_fd;
+    }
+    fds[nfds++] = node->pool_fd;
+
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_GARBAGE)) {
+        ucs_warn("%s: fault injection: garbage for pid %d", node->sock_path,
+                 (int)conn->pid);
+        for (i = 0; i < length; ++i) {
+            buf[i] = (uint8_t)(i * 131 + 7);
+        }
+    } else if (uct_ibshare_node_fault_take(node,
+                                           UCT_IBSHARE_FAULT_TRUNCATED)) {
+        ucs_warn("%s: fault injection: half a descriptor for pid %d",
+                 node->sock_path, (int)conn->pid);
+        length /= 2;
+    }
+
+    status = uct_ibshare_sock_send(conn->fd, buf, length, fds, nfds,
+                                   conn->deadline);
+    if (status != UCS_OK) {
+        ucs_error("%s: sending the descriptor to pid %d failed: %s",
+                  node->sock_path, (int)conn->pid, ucs_status_string(status));
+        goto out_close;
+    }
+
+    if (desc.slice != UCT_IBSHARE_DESC_NO_SLICE) {
+        uct_ibshare_node_slice_handed(node, desc.slice);
+    }
+    ucs_debug("%s: served pid %d, slice %u", node->sock_path, (int)conn->pid,
+              desc.slice);
+
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_DESC_EXIT)) {
+        uct_ibshare_node_fault_exit(node, "after sending a descriptor");
+    }
+    goto out_close;
+
+out_refuse:
+    uct_ibshare_node_refuse(conn->fd, UCT_IBSHARE_REFUSE_BAD_MSG);
+out_close:
+    uct_ibshare_node_conn_close(conn);
+}
+
+/* One round of serving; returns 1 when asked to stop */
+static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
+{
+    struct pollfd pfds[2 + UCT_IBSHARE_NODE_MAX_CONNS];
+    uct_ibshare_node_conn_t *index[UCT_IBSHARE_NODE_MAX_CONNS];
+    uct_ibshare_node_conn_t *conn;
+    int timeout = -1, ms;
+    unsigned n = 2, i;
+    ucs_time_t now;
+
+    pfds[0].fd     = node->stop_pipe[0];
+    pfds[0].events = POLLIN;
+    pfds[1].fd     = node->listen_fd;
+    pfds[1].events = POLLIN;
+    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
+         ++conn) {
+        if (conn->fd < 0) {
+            continue;
+        }
+        ms      = uct_ibshare_sock_ms_left(conn->deadline);
+        timeout = (timeout < 0) ? ms : ucs_min(timeout, ms);
+        if (!conn->stalled) {
+            index[n - 2]     = conn;
+            pfds[n].fd       = conn->fd;
+            pfds[n++].events = POLLIN;
+        }
+    }
+
+    if ((poll(pfds, n, timeout) < 0) && (errno != EINTR)) {
+        ucs_error("%s: poll() failed: %m", node->sock_path);
+        return 1;
+    }
+
+    if (pfds[0].revents) {
+        return 1;
+    }
+    for (i = 2; i < n; ++i) {
+        if (pfds[i].revents) {
+            uct_ibshare_node_handle(node, index[i - 2]);
+        }
+    }
+    if (pfds[1].revents) {
+        uct_ibshare_node_accept(node);
+    }
+
+    now = ucs_get_time();
+    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
+         ++conn) {
+        if ((conn->fd >= 0) && (conn->deadline <= now)) {
+            if (!conn->stalled) {
+                ucs_error("%s: pid %d sent no join message within %.1f s; "
+                          "dropping it", node->sock_path, (int)conn->pid,
+                          node->timeout);
+            }
+            uct_ibshare_node_conn_close(conn);
+        }
+    }
+    return 0;
+}
+
+/* The thread holds the SERVER byte now: put the socket in place */
+static ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node)
+{
+    ucs_status_t status;
+
+    /* The previous server is dead or has left: its socket, if any, is
+     * stale, and no one else serves while we hold the byte */
+    if ((unlinkat(node->dir_fd, node->sock_name, 0) < 0) &&
+        (errno != ENOENT)) {
+        ucs_error("cannot remove the stale socket %s: %m", node->sock_path);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    status = uct_ibshare_sock_listen(node->sock_path, &node->listen_fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (node->state != NULL) {
+        __atomic_store_n(&node->state->server_pid, getpid(),
+                         __ATOMIC_RELAXED);
+    }
+    node->serving = 1;
+    return UCS_OK;
+}
+
+/* 1 if stop was asked, after waiting at most ms */
+static int uct_ibshare_node_wait_stop(uct_ibshare_node_t *node, int ms)
+{
+    struct pollfd pfd = { .fd = node->stop_pipe[0], .events = POLLIN };
+
+    return poll(&pfd, 1, ms) > 0;
+}
+
+static void *uct_ibshare_node_thread(void *arg)
+{
+    uct_ibshare_node_t *node = arg;
+    uct_ibshare_node_conn_t *conn;
+
+    for (;;) {
+        if (!node->serving) {
+            if (uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                                     UCT_IBSHARE_LOCK_SERVER) == 0) {
+                if (uct_ibshare_node_take_over(node) == UCS_OK) {
+                    ucs_debug("%s: pid %d took over serving the group",
+                              node->sock_path, (int)getpid());
+                    continue;
+                }
+                /* Let another member try; it may fare better */
+                uct_ibshare_lock_release(node->lock_fd,
+                                         UCT_IBSHARE_LOCK_SERVER);
+            }
+            if (uct_ibshare_node_wait_stop(node,
+                                           UCT_IBSHARE_NODE_TAKEOVER_MS)) {
+                break;
+            }
+        } else if (uct_ibshare_node_serve(node)) {
+            break;
+        }
+    }
+
+    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
+         ++conn) {
+        uct_ibshare_node_conn_close(conn);
+    }
+    return NULL;
+}
+
+static ucs_status_t uct_ibshare_node_thread_start(uct_ibshare_node_t *node)
+{
+    sigset_t all, old;
+    int ret;
+
+    if (pipe2(node->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        ucs_error("pipe2() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    /* Signals are for the application's threads, not ours */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    ret = pthread_create(&node->thread, NULL, uct_ibshare_node_thread, node);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ret != 0) {
+        ucs_error("pthread_create() for the node group server failed: %s",
+                  strerror(ret));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    node->thread_started = 1;
+    return UCS_OK;
+}
+
+static void uct_ibshare_node_thread_stop(uct_ibshare_node_t *node)
+{
+    if (!node->thread_started) {
+        return;
+    }
+    if (write(node->stop_pipe[1], "x", 1) != 1) {
+        ucs_warn("cannot wake the node group thread: %m");
+    }
+    pthread_join(node->thread, NULL);
+    node->thread_started = 0;
+}
+
+/* Takes a record byte, the member's entry in the state area */
+static ucs_status_t uct_ibshare_node_take_record(uct_ibshare_node_t *node,
+                                                 uint32_t slice)
+{
+    uint32_t i, num_records;
+    int ret;
+
+    if (slice != UCT_IBSHARE_DESC_NO_SLICE) {
+        ret = uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                                   UCT_IBSHARE_LOCK_RECORD0 + slice);
+        if (ret == -EAGAIN) {
+            ucs_error("%s: we were handed slice %u, which another member "
+                      "holds", node->lock_path, slice);
+            return UCS_ERR_ALREADY_EXISTS;
+        } else if (ret < 0) {
+            return UCS_ERR_IO_ERROR;
+        }
+        node->record = slice;
+        return UCS_OK;
+    }
+
+    /* No slice: a record past the slices, so ibshare_info still counts us;
+     * the JOIN lock keeps other joiners from racing for it */
+    num_records = node->desc.num_slices + UCT_IBSHARE_STATE_EXTRA_RECORDS;
+    for (i = node->desc.num_slices; i < num_records; ++i) {
+        if (uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                                 UCT_IBSHARE_LOCK_RECORD0 + i) == 0) {
+            node->record = i;
+            return UCS_OK;
+        }
+    }
+    ucs_debug("%s: no record left; ibshare_info will not count us",
+              node->lock_path);
+    return UCS_OK;
+}
+
+static int uct_ibshare_node_dup(int fd)
+{
+    return (fd < 0) ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+/* With JOIN and MEMBERS write-locked: there is no group, make one */
+static ucs_status_t uct_ibshare_node_found(uct_ibshare_node_t *node,
+                                           const uct_ibshare_node_params_t *params,
+                                           uct_ibshare_node_member_t *member)
+{
+    int cmd_fd = -1, pool_fd = -1;
+    uct_ibshare_desc_t desc;
+    ucs_status_t status;
+    char err[256];
+
+    if (uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                             UCT_IBSHARE_LOCK_SERVER) != 0) {
+        /* Nobody attached, yet the byte is held: a member on its way out;
+         * ask again */
+        uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_MEMBERS);
+        ucs_snprintf_zero(node->last_err, sizeof(node->last_err),
+                          "a leaving member still holds the server lock");
+        return UCS_INPROGRESS;
+    }
+
+    ucs_debug("%s: founding the node group of job '%s' on %s",
+              node->lock_path, node->job_key, params->dev_name);
+
+    memset(&desc, 0, sizeof(desc));
+    status          = params->create(params->arg, &desc, &cmd_fd, &pool_fd);
+    member->founder = 1;
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_CREATE_EXIT)) {
+        uct_ibshare_node_fault_exit(node, "inside create()");
+    }
+    if (status != UCS_OK) {
+        ucs_debug("%s: create() failed: %s", node->lock_path,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    desc.slice      = 0;
+    desc.server_pid = getpid();
+    if ((pool_fd < 0) || ((cmd_fd >= 0) != (desc.has_cmd_fd == 1))) {
+        ucs_error("%s: create() returned pool fd %d, cmd fd %d and "
+                  "has_cmd_fd %u, which do not fit", node->lock_path, pool_fd,
+                  cmd_fd, desc.has_cmd_fd);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (uct_ibshare_desc_check(&desc, err, sizeof(err)) != UCS_OK) {
+        ucs_error("%s: create() made an invalid descriptor: %s",
+                  node->lock_path, err);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    node->desc = desc;
+
+    node->cmd_fd  = uct_ibshare_node_dup(cmd_fd);
+    node->pool_fd = uct_ibshare_node_dup(pool_fd);
+    if ((node->pool_fd < 0) || ((cmd_fd >= 0) && (node->cmd_fd < 0))) {
+        ucs_error("dup() of the group's fds failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    status = uct_ibshare_node_state_reset(node->lock_fd, node->lock_path,
+                                          &desc, node->job_key, &node->state,
+                                          &node->state_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_ibshare_node_take_record(node, uct_ibshare_node_pick_slice(node));
+    if (status != UCS_OK) {
+        return status;
+    }
+    node->desc.slice = node->record;
+    uct_ibshare_node_record_set(node, getpid());
+
+    /* The files of this group's predecessor, if it died, and of other dead
+     * groups; then our socket */
+    uct_ibshare_node_sweep(node->dir_fd, node->dir_path, node->name);
+    status = uct_ibshare_node_take_over(node);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* Downgrade in place: OFD locks convert atomically, so no newcomer sees
+     * the byte free in between */
+    if (uct_ibshare_lock_try(node->lock_fd, F_RDLCK,
+                             UCT_IBSHARE_LOCK_MEMBERS) != 0) {
+        return UCS_ERR_IO_ERROR;
+    }
+
+    member->desc    = node->desc;
+    member->cmd_fd  = -1;
+    member->pool_fd = -1;
+    return UCS_OK;
+}
+
+/* A server answered with a descriptor: become a member */
+static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
+                                            const uct_ibshare_desc_t *desc,
+                                            int *fds, ucs_time_t deadline,
+                                            uct_ibshare_node_member_t *member)
+{
+    int cmd_fd  = desc->has_cmd_fd ? fds[0] : -1;
+    int pool_fd = desc->has_cmd_fd ? fds[1] : fds[0];
+    ucs_status_t status;
+
+    node->desc = *desc;
+
+    /* Nobody else takes MEMBERS exclusively while we hold the JOIN lock */
+    status = uct_ibshare_lock_wait(node->lock_fd, F_RDLCK,
+                                   UCT_IBSHARE_LOCK_MEMBERS, deadline);
+    if (status != UCS_OK) {
+        ucs_error("%s: cannot take the members lock: %s", node->lock_path,
+                  ucs_status_string(status));
+        return status;
+    }
+
+    status = uct_ibshare_node_take_record(node, desc->slice);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    node->cmd_fd  = uct_ibshare_node_dup(cmd_fd);
+    node->pool_fd = uct_ibshare_node_dup(pool_fd);
+    if ((node->pool_fd < 0) || ((cmd_fd >= 0) && (node->cmd_fd < 0))) {
+        ucs_error("dup() of the group's fds failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    /* The state is for ibshare_info only: without it we still work */
+    if (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
+                                   desc->num_slices, &node->state,
+                                   &node->state_size) != UCS_OK) {
+        node->state = NULL;
+    }
+    uct_ibshare_node_record_set(node, getpid());
+
+    member->desc    = *desc;
+    member->cmd_fd  = cmd_fd;
+    member->pool_fd = pool_fd;
+    return UCS_OK;
+}
+
+/* One attempt, with the JOIN lock held. UCS_INPROGRESS: try again */
+static ucs_status_t
+uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
+                             const uct_ibshare_node_params_t *params,
+                             ucs_time_t deadline,
+                             uct_ibshare_node_member_t *member)
+{
+    int fds[UCT_IBSHARE_SOCK_MAX_FDS];
+    uct_ibshare_msg_t reply;
+    ucs_status_t status;
+    int ret;
+
+    status = uct_ibshare_sock_request(node->sock_path, deadline, &reply, fds,
+                                      node->last_err,
+                                      sizeof(node->last_err));
+    switch (status) {
+    case UCS_OK:
+        break;
+    case UCS_ERR_NO_ELEM:
+        ret = uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                                   UCT_IBSHARE_LOCK_MEMBERS);
+        if (ret == 0) {
+            return uct_ibshare_node_found(node, params, member);
+        } else if (ret != -EAGAIN) {
+            return UCS_ERR_IO_ERROR;
+        }
+        /* Never a second group: a member is about to take over */
+        ucs_snprintf_zero(node->last_err, sizeof(node->last_err),
+                          "the server is gone and no member has taken over");
+        return UCS_INPROGRESS;
+    case UCS_ERR_CONNECTION_RESET:
+        ucs_debug("%s: %s; asking again", node->lock_path, node->last_err);
+        return UCS_INPROGRESS;
+    default:
+        return status;
+    }
+
+    if (reply.type == UCT_IBSHARE_MSG_REFUSE) {
+        if (reply.refuse_reason == UCT_IBSHARE_REFUSE_BUSY) {
+            ucs_snprintf_zero(node->last_err, sizeof(node->last_err),
+                              "the server was busy");
+            return UCS_INPROGRESS;
+        }
+        ucs_error("%s: the server refused us (reason %u: %s)",
+                  node->sock_path, reply.refuse_reason,
+                  (reply.refuse_reason == UCT_IBSHARE_REFUSE_UID) ?
+                  "another user" : "it did not understand our join message");
+        return UCS_ERR_REJECTED;
+    }
+
+    status = uct_ibshare_node_attach(node, &reply.desc, fds, deadline,
+                                     member);
+    if (status != UCS_OK) {
+        uct_ibshare_sock_close_fds(fds, UCT_IBSHARE_SOCK_MAX_FDS);
+    }
+    return status;
+}
+
+ucs_status_t uct_ibshare_node_join(const uct_ibshare_node_params_t *params,
+                                   uct_ibshare_node_t **node_p,
+                                   uct_ibshare_node_member_t *member)
+{
+    uct_ibshare_node_t *node;
+    ucs_time_t deadline;
+    ucs_status_t status;
+
+    member->founder = 0;
+    member->cmd_fd  = -1;
+    member->pool_fd = -1;
+
+    node = ucs_calloc(1, sizeof(*node), "ibshare node");
+    if (node == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    status = uct_ibshare_node_init(node, params);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    deadline = uct_ibshare_node_deadline(node);
+    for (;;) {
+        status = uct_ibshare_node_open_lock(node);
+        if (status != UCS_OK) {
+            goto err;
+        }
+
+        status = uct_ibshare_lock_wait(node->lock_fd, F_WRLCK,
+                                       UCT_IBSHARE_LOCK_JOIN, deadline);
+        if (status == UCS_ERR_TIMED_OUT) {
+            ucs_error("%s: the join lock stayed taken for %.1f s",
+                      node->lock_path, node->timeout);
+            goto err;
+        } else if (status != UCS_OK) {
+            goto err;
+        }
+
+        if (uct_ibshare_node_lock_is_current(node)) {
+            status = uct_ibshare_node_join_locked(node, params, deadline,
+                                                  member);
+            if (status != UCS_INPROGRESS) {
+                break;
+            }
+        }
+
+        /* Closing drops every lock of this description, the JOIN lock too,
+         * so members may leave and take over meanwhile */
+        ucs_close_fd(&node->lock_fd);
+        if (ucs_get_time() >= deadline) {
+            ucs_error("%s: not served within %.1f s: %s", node->sock_path,
+                      node->timeout, node->last_err);
+            status = UCS_ERR_TIMED_OUT;
+            goto err;
+        }
+        poll(NULL, 0, UCT_IBSHARE_NODE_RETRY_MS);
+    }
+
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_ibshare_node_thread_start(node);
+    if (status != UCS_OK) {
+        goto err_member;
+    }
+
+    uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_JOIN);
+    ucs_debug("%s: joined as %s, slice %u, served by pid %u",
+              node->lock_path, member->founder ? "founder" : "member",
+              member->desc.slice, member->desc.server_pid);
+    *node_p = node;
+    return UCS_OK;
+
+err_member:
+    ucs_close_fd(&member->cmd_fd);
+    ucs_close_fd(&member->pool_fd);
+err:
+    member->cmd_fd  = -1;
+    member->pool_fd = -1;
+    uct_ibshare_node_destroy(node);
+    return status;
+}
+
+int uct_ibshare_node_leave(uct_ibshare_node_t *node)
+{
+    int have_join, last;
+
+    /* Membership changes one at a time; a join in progress finishes
+     * first, so no hand-off of ours is cut short */
+    have_join = uct_ibshare_lock_wait(node->lock_fd, F_WRLCK,
+                                      UCT_IBSHARE_LOCK_JOIN,
+                                      uct_ibshare_node_deadline(node)) ==
+                UCS_OK;
+    if (!have_join) {
+        ucs_warn("%s: the join lock stayed taken for %.1f s; leaving "
+                 "without it", node->lock_path, node->timeout);
+    }
+
+    uct_ibshare_node_thread_stop(node);
+    if (node->serving) {
+        close(node->listen_fd);
+        node->listen_fd = -1;
+        unlinkat(node->dir_fd, node->sock_name, 0);
+        if (node->state != NULL) {
+            __atomic_store_n(&node->state->server_pid, 0, __ATOMIC_RELAXED);
+        }
+        uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_SERVER);
+        node->serving = 0;
+    }
+
+    if (node->record != UCT_IBSHARE_NODE_NO_RECORD) {
+        uct_ibshare_node_record_set(node, 0);
+        uct_ibshare_lock_release(node->lock_fd,
+                                 UCT_IBSHARE_LOCK_RECORD0 + node->record);
+    }
+
+    uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_MEMBERS);
+    last = uct_ibshare_lock_try(node->lock_fd, F_WRLCK,
+                                UCT_IBSHARE_LOCK_MEMBERS) == 0;
+
+    /* The last one out removes the files; whoever opened the lock file
+     * meanwhile sees it unlinked once it has the join lock */
+    if (last && have_join) {
+        unlinkat(node->dir_fd, node->sock_name, 0);
+        unlinkat(node->dir_fd, node->lock_name, 0);
+    }
+
+    ucs_debug("%s: left the group%s", node->lock_path,
+              last ? " as its last member" : "");
+    uct_ibshare_node_destroy(node);
+    return last;
+}

@@ -1,0 +1,132 @@
+/**
+ * Internals of the node group shared by ibshare_node.c (election, serving,
+ * leaving) and ibshare_node_files.c (the per-user directory, the state area
+ * of the lock file, listing and sweeping groups).
+ *
+ * The lock file <group>.lock carries OFD byte-range locks (fcntl
+ * F_OFD_SETLK): released by the kernel when the process dies, like flock,
+ * but several independent ones on one file, and owned by the open file
+ * description, so two joins in one process do not share them. Bytes:
+ *
+ *   SERVER    exclusive: held by the member that serves joiners
+ *   MEMBERS   shared by every attached member; whoever can write-lock it
+ *             knows that no member is attached ("no group yet", as opposed
+ *             to "server gone, members alive")
+ *   JOIN      exclusive, held while a process joins, founds or leaves, so
+ *             membership changes one at a time
+ *   RECORD0+i exclusive, held by the owner of record i: slice i for
+ *             i < num_slices, after that members that got no slice
+ *
+ * Locks are advisory and independent of the file's contents; the state area
+ * at offset 0 is what ibshare_info reads.
+ */
+#ifndef UCT_IBSHARE_NODE_INT_H_
+#define UCT_IBSHARE_NODE_INT_H_
+
+#include "ibshare_node.h"
+
+#include <ucs/time/time.h>
+#include <sys/types.h>
+
+
+#define UCT_IBSHARE_LOCK_SERVER    0
+#define UCT_IBSHARE_LOCK_MEMBERS   1
+#define UCT_IBSHARE_LOCK_JOIN      2
+#define UCT_IBSHARE_LOCK_RECORD0   16
+
+#define UCT_IBSHARE_NODE_DIR_PREFIX     "ucx-ibshare-"
+#define UCT_IBSHARE_NODE_NAME_LEN       16    /* hex digits of the hash */
+#define UCT_IBSHARE_NODE_LOCK_SUFFIX    ".lock"
+#define UCT_IBSHARE_NODE_SOCK_SUFFIX    ".sock"
+
+#define UCT_IBSHARE_STATE_MAGIC         0x74736269u  /* "ibst" */
+#define UCT_IBSHARE_STATE_VERSION       1
+/* Records for members that got no slice (the pool was full) */
+#define UCT_IBSHARE_STATE_EXTRA_RECORDS 256
+#define UCT_IBSHARE_STATE_MAX_RECORDS \
+    (UCT_IBSHARE_DESC_MAX_SLICES + UCT_IBSHARE_STATE_EXTRA_RECORDS)
+
+
+/* One member, as ibshare_info shows it; pid 0: free */
+typedef struct uct_ibshare_node_record {
+    uint32_t pid;
+    uint32_t reserved;
+    uint64_t regs_done;
+    uint64_t regs_avoided;
+    uint64_t mrs_held;
+} uct_ibshare_node_record_t;
+
+
+/*
+ * The state area at the start of the lock file, mapped MAP_SHARED by every
+ * member. Written by the founder (reset), by each member (its own record)
+ * and by the server (server_pid). Readers check magic, version and sizes
+ * before they believe anything, and take liveness from the locks, never from
+ * the pids written here.
+ */
+typedef struct uct_ibshare_node_state {
+    uint32_t magic;         /* written last by the founder */
+    uint32_t version;
+    uint32_t header_size;   /* sizeof(uct_ibshare_node_state_t) */
+    uint32_t record_size;   /* sizeof(uct_ibshare_node_record_t) */
+    uint32_t num_records;   /* num_slices + UCT_IBSHARE_STATE_EXTRA_RECORDS */
+    uint32_t num_slices;
+    uint32_t mode;          /* uct_ibshare_group_mode_t */
+    uint32_t founder_pid;
+    uint32_t server_pid;    /* 0 while nobody serves */
+    uint32_t reserved;
+    uint64_t pool_size;
+    uint64_t slice_size;
+    char     job_key[128];  /* truncated if longer; the hash has it all */
+    char     dev_name[UCT_IBSHARE_DESC_DEV_MAX];
+    uct_ibshare_node_record_t records[];
+} uct_ibshare_node_state_t;
+
+
+/* Lock helpers: 0 on success, -EAGAIN if another holder conflicts, another
+ * negative errno (logged) on failure */
+int uct_ibshare_lock_try(int fd, short type, off_t offset);
+void uct_ibshare_lock_release(int fd, off_t offset);
+/* 1 if another open file description holds a lock on the byte, 0 if not,
+ * negative errno on failure */
+int uct_ibshare_lock_test(int fd, off_t offset);
+/* Polls uct_ibshare_lock_try() until it succeeds or deadline passes */
+ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
+                                   ucs_time_t deadline);
+
+/*
+ * Opens <runtime_dir>/ucx-ibshare-<euid> (creating it 0700 if create is set)
+ * and checks that it is a directory of our own, closed to everyone else.
+ * path gets its name. With create == 0, a missing directory is
+ * UCS_ERR_NO_ELEM and not logged.
+ */
+ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
+                                       char *path, size_t max, int *fd_p);
+
+/* 1 if name is "<16 hex digits><suffix>" */
+int uct_ibshare_node_is_group_file(const char *name, const char *suffix);
+
+size_t uct_ibshare_node_state_size(uint32_t num_records);
+
+/* Founder: (re)initialize the state area of the lock file and map it */
+ucs_status_t uct_ibshare_node_state_reset(int fd, const char *lock_path,
+                                          const uct_ibshare_desc_t *desc,
+                                          const char *job_key,
+                                          uct_ibshare_node_state_t **state_p,
+                                          size_t *size_p);
+
+/* Joiner: map the state area the founder wrote, after checking it */
+ucs_status_t uct_ibshare_node_state_map(int fd, const char *lock_path,
+                                        uint32_t num_slices,
+                                        uct_ibshare_node_state_t **state_p,
+                                        size_t *size_p);
+
+/*
+ * Removes the files of dead groups in the directory (no member attached, no
+ * join in progress), other than the group named keep. Called by a founder:
+ * jobs get new keys, so the files of a killed job are never reused.
+ */
+void uct_ibshare_node_sweep(int dir_fd, const char *dir_path,
+                            const char *keep);
+
+#endif

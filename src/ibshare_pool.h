@@ -1,0 +1,61 @@
+/**
+ * The node pool: one shared memory file (memfd) that every member of a node
+ * group maps, cut into equal slices, one per member. In shared mode the
+ * whole pool is one MR; in fallback mode each member registers its slice.
+ * Either way a slice has the same IOVA on every member (the node layout), so
+ * keys and addresses are handled by one code path.
+ */
+#ifndef UCT_IBSHARE_POOL_H_
+#define UCT_IBSHARE_POOL_H_
+
+#include <ucs/datastruct/list.h>
+#include <ucs/type/status.h>
+#include <ucs/config/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* The page size the pool and slices are aligned to */
+#define UCT_IBSHARE_POOL_ALIGN  4096
+
+
+/*
+ * Create the pool file: size bytes, sealed against shrinking and growing so
+ * no member can pull pages from under another's registration. huge: try
+ * huge pages first (UCS_TRY), require them (UCS_YES) or not (UCS_NO).
+ */
+ucs_status_t uct_ibshare_pool_create(const char *name, size_t size,
+                                     ucs_ternary_auto_value_t huge,
+                                     int *fd_p);
+
+/* Map a pool file received from another member, after checking its size
+ * and seals (a pool that could shrink is refused) */
+ucs_status_t uct_ibshare_pool_map(int fd, size_t size, void **address_p);
+
+void uct_ibshare_pool_unmap(void *address, size_t size);
+
+
+/*
+ * A first-fit allocator over one slice: the rank's bounce buffers, handshake
+ * buffers and mem_alloc requests come from here. Not thread safe: the caller
+ * holds its lock.
+ */
+typedef struct uct_ibshare_slice {
+    void                      *address;
+    size_t                    size;
+    size_t                    used;
+    ucs_list_link_t           extents;      /* by address, covering it all */
+} uct_ibshare_slice_t;
+
+ucs_status_t uct_ibshare_slice_init(uct_ibshare_slice_t *slice, void *address,
+                                    size_t size);
+
+void uct_ibshare_slice_cleanup(uct_ibshare_slice_t *slice);
+
+/* length is rounded up to UCT_IBSHARE_POOL_ALIGN; the block is page aligned */
+ucs_status_t uct_ibshare_slice_alloc(uct_ibshare_slice_t *slice,
+                                     size_t *length_p, void **address_p);
+
+void uct_ibshare_slice_free(uct_ibshare_slice_t *slice, void *address);
+
+#endif

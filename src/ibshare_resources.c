@@ -1,0 +1,722 @@
+/**
+ * The verbs resources of one device in this process, and how they come from
+ * the node group.
+ */
+#include "ibshare_resources.h"
+#include "ibshare_device.h"
+#include "ibshare_import.h"
+
+#include <ucs/debug/log_def.h>
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+
+#define UCT_IBSHARE_MR_ACCESS \
+    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* Pool size when the job does not say how many ranks share the node */
+#define UCT_IBSHARE_DEFAULT_SLICES  16
+/* Slices beyond the expected members, for ranks that join later */
+#define UCT_IBSHARE_SPARE_SLICES    2
+
+
+const char *uct_ibshare_mode_names[] = {
+    [UCT_IBSHARE_MODE_AUTO]    = "auto",
+    [UCT_IBSHARE_MODE_SHARED]  = "shared",
+    [UCT_IBSHARE_MODE_PRIVATE] = "private",
+    [UCT_IBSHARE_MODE_LAST]    = NULL
+};
+
+static pthread_mutex_t uct_ibshare_resources_lock = PTHREAD_MUTEX_INITIALIZER;
+static UCS_LIST_HEAD(uct_ibshare_resources_list);
+
+
+/* Job key and local size, first found wins: what each launcher sets */
+static void uct_ibshare_job_from_env(uct_ibshare_share_params_t *params)
+{
+    const char *slurm_job, *slurm_step, *value;
+
+    if (params->job_key[0] == '\0') {
+        if ((value = getenv("PMIX_NAMESPACE")) != NULL) {
+            ucs_strncpy_zero(params->job_key, value, sizeof(params->job_key));
+        } else if ((value = getenv("OMPI_MCA_ess_base_jobid")) != NULL) {
+            ucs_strncpy_zero(params->job_key, value, sizeof(params->job_key));
+        } else if ((slurm_job = getenv("SLURM_JOB_ID")) != NULL) {
+            slurm_step = getenv("SLURM_STEP_ID");
+            ucs_snprintf_zero(params->job_key, sizeof(params->job_key),
+                              "slurm-%s.%s", slurm_job,
+                              (slurm_step != NULL) ? slurm_step : "0");
+        }
+    }
+
+    value = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    params->expected_members = (value != NULL) ? strtoul(value, NULL, 10) : 0;
+}
+
+void uct_ibshare_share_params_init(uct_ibshare_share_params_t *params,
+                                   uct_ibshare_mode_t mode,
+                                   const char *job_key,
+                                   const char *runtime_dir, size_t pool_size,
+                                   size_t slice_size,
+                                   ucs_ternary_auto_value_t pool_huge,
+                                   double join_timeout, unsigned fault)
+{
+    params->mode         = mode;
+    params->pool_size    = pool_size;
+    params->slice_size   = slice_size;
+    params->pool_huge    = pool_huge;
+    params->join_timeout = join_timeout;
+    params->fault        = fault;
+    ucs_strncpy_zero(params->job_key, job_key, sizeof(params->job_key));
+    ucs_strncpy_zero(params->runtime_dir, runtime_dir,
+                     sizeof(params->runtime_dir));
+    uct_ibshare_job_from_env(params);
+}
+
+/* ------------------------------------------------------------ counters */
+
+static void uct_ibshare_resources_publish(uct_ibshare_resources_t *res)
+{
+    if (res->node != NULL) {
+        uct_ibshare_node_set_counters(res->node, res->counters.regs_done,
+                                      res->counters.regs_avoided,
+                                      res->counters.mrs_held);
+    }
+}
+
+struct ibv_mr *uct_ibshare_resources_reg_mr(uct_ibshare_resources_t *res,
+                                            void *address, size_t length,
+                                            uint64_t iova)
+{
+    struct ibv_mr *mr;
+
+    mr = ibv_reg_mr_iova(res->pd, address, length, iova,
+                         UCT_IBSHARE_MR_ACCESS);
+    if (mr == NULL) {
+        return NULL;
+    }
+
+    pthread_mutex_lock(&res->lock);
+    ++res->counters.regs_done;
+    ++res->counters.mrs_held;
+    uct_ibshare_resources_publish(res);
+    pthread_mutex_unlock(&res->lock);
+    return mr;
+}
+
+int uct_ibshare_resources_dereg_mr(uct_ibshare_resources_t *res,
+                                   struct ibv_mr *mr)
+{
+    int ret = ibv_dereg_mr(mr);
+
+    if (ret == 0) {
+        pthread_mutex_lock(&res->lock);
+        --res->counters.mrs_held;
+        uct_ibshare_resources_publish(res);
+        pthread_mutex_unlock(&res->lock);
+    }
+    return ret;
+}
+
+void uct_ibshare_resources_count_avoided(uct_ibshare_resources_t *res)
+{
+    pthread_mutex_lock(&res->lock);
+    ++res->counters.regs_avoided;
+    uct_ibshare_resources_publish(res);
+    pthread_mutex_unlock(&res->lock);
+}
+
+/* ------------------------------------------------------------ founding */
+
+static size_t
+uct_ibshare_pool_size(const uct_ibshare_share_params_t *params)
+{
+    unsigned slices;
+
+    if (params->pool_size != UCS_MEMUNITS_AUTO) {
+        return params->pool_size;
+    }
+
+    slices = (params->expected_members != 0) ?
+             params->expected_members + UCT_IBSHARE_SPARE_SLICES :
+             UCT_IBSHARE_DEFAULT_SLICES;
+    return (size_t)ucs_min(slices, UCT_IBSHARE_DESC_MAX_SLICES) *
+           params->slice_size;
+}
+
+typedef struct {
+    uct_ibshare_resources_t          *res;
+    const uct_ibshare_share_params_t *params;
+} uct_ibshare_found_arg_t;
+
+/* The founder's part: device, PD, pool, and in shared mode the one MR */
+static ucs_status_t uct_ibshare_group_create(void *arg,
+                                             uct_ibshare_desc_t *desc,
+                                             int *cmd_fd_p, int *pool_fd_p)
+{
+    uct_ibshare_found_arg_t *found             = arg;
+    uct_ibshare_resources_t *res               = found->res;
+    const uct_ibshare_share_params_t *params   = found->params;
+    ucs_status_t status;
+
+    status = uct_ibshare_device_open(res->dev_name, &res->context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    res->pd          = ibv_alloc_pd(res->context);
+    if (res->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_ibshare_import_probe(res->context, res->pd);
+    if (status == UCS_OK) {
+        res->mode = UCT_IBSHARE_GROUP_SHARED;
+    } else if ((status == UCS_ERR_UNSUPPORTED) &&
+               (params->mode == UCT_IBSHARE_MODE_AUTO)) {
+        res->mode = UCT_IBSHARE_GROUP_FALLBACK;
+        ucs_info("%s: the provider cannot import a PD or MR (only mlx5 can); "
+                 "node group in fallback mode: each rank has its own PD and "
+                 "registers its slice of the node pool", res->dev_name);
+    } else if (status == UCS_ERR_UNSUPPORTED) {
+        ucs_error("%s: UCX_IBSHARE_MODE=shared, but the provider cannot "
+                  "import a PD or MR (ibv_import_pd: EOPNOTSUPP; only mlx5 "
+                  "can); use UCX_IBSHARE_MODE=auto or private",
+                  res->dev_name);
+        return status;
+    } else {
+        return status;
+    }
+
+    res->pool_size = uct_ibshare_pool_size(params);
+    status = uct_ibshare_pool_create("ucx-ibshare-pool", res->pool_size,
+                                     params->pool_huge, &res->pool_fd);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_ibshare_pool_map(res->pool_fd, res->pool_size,
+                                  &res->pool_address);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* The node layout starts at the founder's address: nothing requires it,
+     * but it makes the founder's keys the identity */
+    res->pool_iova = (uintptr_t)res->pool_address;
+
+    memset(desc, 0, sizeof(*desc));
+    if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
+        res->pool_mr = uct_ibshare_resources_reg_mr(res, res->pool_address,
+                                                    res->pool_size,
+                                                    res->pool_iova);
+        if (res->pool_mr == NULL) {
+            ucs_error("%s: registering the node pool (%zu bytes) failed: %m"
+                      " (check ulimit -l)", res->dev_name, res->pool_size);
+            return UCS_ERR_IO_ERROR;
+        }
+        desc->pd_handle = res->pd->handle;
+        desc->mr_handle = res->pool_mr->handle;
+        desc->lkey      = res->pool_mr->lkey;
+        desc->rkey      = res->pool_mr->rkey;
+        desc->has_cmd_fd = 1;
+        *cmd_fd_p       = res->context->cmd_fd;
+    } else {
+        *cmd_fd_p       = -1;
+    }
+
+    desc->mode       = res->mode;
+    desc->pool_iova  = res->pool_iova;
+    desc->pool_size  = res->pool_size;
+    desc->slice_size = params->slice_size;
+    desc->num_slices = res->pool_size / params->slice_size;
+    desc->port_guid  = ibv_get_device_guid(res->context->device);
+    desc->port_num   = 1;
+    ucs_strncpy_zero(desc->dev_name, res->dev_name, sizeof(desc->dev_name));
+    *pool_fd_p       = res->pool_fd;
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ joining */
+
+/* A joiner's part: the pool, and the leader's objects or its own */
+static ucs_status_t
+uct_ibshare_group_attach(uct_ibshare_resources_t *res,
+                         const uct_ibshare_node_member_t *member)
+{
+    const uct_ibshare_desc_t *desc = &member->desc;
+    ucs_status_t status;
+
+    res->mode      = desc->mode;
+    res->pool_fd   = member->pool_fd;
+    res->pool_size = desc->pool_size;
+    res->pool_iova = desc->pool_iova;
+    status = uct_ibshare_pool_map(res->pool_fd, res->pool_size,
+                                  &res->pool_address);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (desc->mode == UCT_IBSHARE_GROUP_SHARED) {
+        status = uct_ibshare_import(res->dev_name, member->cmd_fd,
+                                    desc->pd_handle, desc->mr_handle,
+                                    &res->context, &res->pd, &res->pool_mr);
+        if (status != UCS_OK) {
+            return status;
+        }
+        if ((res->pool_mr->lkey != desc->lkey) ||
+            (res->pool_mr->rkey != desc->rkey)) {
+            ucs_error("%s: the imported pool MR has keys 0x%x/0x%x, the "
+                      "descriptor says 0x%x/0x%x", res->dev_name,
+                      res->pool_mr->lkey, res->pool_mr->rkey, desc->lkey,
+                      desc->rkey);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    }
+
+    status = uct_ibshare_device_open(res->dev_name, &res->context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    res->pd          = ibv_alloc_pd(res->context);
+    if (res->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* The rank's slice: its buffers, and in fallback mode its one MR */
+static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
+                                           const uct_ibshare_desc_t *desc)
+{
+    size_t offset = (size_t)desc->slice * desc->slice_size;
+    void *address = UCS_PTR_BYTE_OFFSET(res->pool_address, offset);
+    ucs_status_t status;
+
+    if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
+        res->keys_address = res->pool_address;
+        res->keys_length  = res->pool_size;
+    } else {
+        res->pool_mr = uct_ibshare_resources_reg_mr(res, address,
+                                                    desc->slice_size,
+                                                    res->pool_iova + offset);
+        if (res->pool_mr == NULL) {
+            ucs_error("%s: registering slice %u (%zu bytes at IOVA 0x%lx) "
+                      "failed: %m (check ulimit -l)", res->dev_name,
+                      desc->slice, (size_t)desc->slice_size,
+                      res->pool_iova + offset);
+            return UCS_ERR_IO_ERROR;
+        }
+        res->keys_address = address;
+        res->keys_length  = desc->slice_size;
+    }
+
+    res->va_offset = (uintptr_t)res->pool_address - res->pool_iova;
+    status = uct_ibshare_slice_init(&res->slice, address, desc->slice_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    res->has_slice = 1;
+    ucs_debug("%s: %s mode, slice %u of %u (%zu bytes), pool %zu bytes at "
+              "IOVA 0x%lx", res->dev_name,
+              uct_ibshare_group_mode_str(res->mode), desc->slice,
+              desc->num_slices, (size_t)desc->slice_size, res->pool_size,
+              res->pool_iova);
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+/* Everything but the node membership, in the order the man pages require:
+ * the rank's QPs and CQs are gone (ifaces close before the md), then the MR,
+ * the PD, the context */
+static void uct_ibshare_resources_release(uct_ibshare_resources_t *res,
+                                          int last_member)
+{
+    int destroy;
+
+    if (res->has_slice) {
+        uct_ibshare_slice_cleanup(&res->slice);
+        res->has_slice = 0;
+    }
+
+    /* Objects of our own go with us; shared ones only with the last member */
+    destroy = (res->mode != UCT_IBSHARE_GROUP_SHARED) || last_member;
+    uct_ibshare_import_release(res->dev_name, res->context, res->pd,
+                               res->pool_mr, destroy);
+    res->context   = NULL;
+    res->pd        = NULL;
+    res->pool_mr   = NULL;
+    res->va_offset = 0;
+
+    if (res->pool_address != NULL) {
+        uct_ibshare_pool_unmap(res->pool_address, res->pool_size);
+        res->pool_address = NULL;
+    }
+
+    if (res->pool_fd >= 0) {
+        close(res->pool_fd);
+        res->pool_fd = -1;
+    }
+}
+
+static void uct_ibshare_resources_leave(uct_ibshare_resources_t *res)
+{
+    int last = 1;
+
+    if (res->node != NULL) {
+        last      = uct_ibshare_node_leave(res->node);
+        res->node = NULL;
+    }
+    uct_ibshare_resources_release(res, last);
+}
+
+static ucs_status_t
+uct_ibshare_resources_open_private(uct_ibshare_resources_t *res)
+{
+    ucs_status_t status;
+
+    res->mode = 0;
+    status    = uct_ibshare_device_open(res->dev_name, &res->context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    res->pd          = ibv_alloc_pd(res->context);
+    if (res->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    ucs_debug("%s: private device context and PD", res->dev_name);
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_ibshare_resources_join(uct_ibshare_resources_t *res,
+                           const uct_ibshare_share_params_t *params)
+{
+    uct_ibshare_found_arg_t found = {res, params};
+    uct_ibshare_node_params_t node_params;
+    uct_ibshare_node_member_t member;
+    ucs_status_t status;
+
+    node_params.runtime_dir = params->runtime_dir;
+    node_params.job_key     = params->job_key;
+    node_params.dev_name    = res->dev_name;
+    node_params.timeout     = params->join_timeout;
+    node_params.fault       = params->fault;
+    node_params.create      = uct_ibshare_group_create;
+    node_params.arg         = &found;
+
+    status = uct_ibshare_node_join(&node_params, &res->node, &member);
+    if (status != UCS_OK) {
+        /* A founder whose create() failed may have made some objects */
+        uct_ibshare_resources_release(res, 1);
+        return status;
+    }
+
+    if (!member.founder) {
+        status = uct_ibshare_group_attach(res, &member);
+        if (status != UCS_OK) {
+            goto err_leave;
+        }
+    }
+
+    if (member.desc.slice == UCT_IBSHARE_DESC_NO_SLICE) {
+        ucs_warn("%s: no free slice in the node pool (%u slices of %zu "
+                 "bytes); this rank uses private resources (see "
+                 "UCX_IBSHARE_POOL_SIZE)", res->dev_name,
+                 member.desc.num_slices, (size_t)member.desc.slice_size);
+        status = UCS_ERR_EXCEEDS_LIMIT;
+        goto err_leave;
+    }
+
+    status = uct_ibshare_slice_take(res, &member.desc);
+    if (status != UCS_OK) {
+        goto err_leave;
+    }
+
+    uct_ibshare_resources_publish(res);
+    return UCS_OK;
+
+err_leave:
+    uct_ibshare_resources_leave(res);
+    return status;
+}
+
+static ucs_status_t
+uct_ibshare_resources_open(uct_ibshare_resources_t *res,
+                           const uct_ibshare_share_params_t *params)
+{
+    ucs_status_t status;
+
+    if (params->mode == UCT_IBSHARE_MODE_PRIVATE) {
+        return uct_ibshare_resources_open_private(res);
+    }
+
+    if ((params->slice_size == 0) ||
+        (params->slice_size % UCT_IBSHARE_POOL_ALIGN) ||
+        ((params->pool_size != UCS_MEMUNITS_AUTO) &&
+         ((params->pool_size == 0) ||
+          (params->pool_size % params->slice_size)))) {
+        ucs_error("%s: UCX_IBSHARE_SLICE_SIZE (%zu) must be a nonzero "
+                  "multiple of %d and UCX_IBSHARE_POOL_SIZE a nonzero "
+                  "multiple of the slice size", res->dev_name,
+                  params->slice_size, UCT_IBSHARE_POOL_ALIGN);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_ibshare_resources_join(res, params);
+    if ((status == UCS_OK) || (params->mode == UCT_IBSHARE_MODE_SHARED)) {
+        return status;
+    }
+
+    if (status != UCS_ERR_EXCEEDS_LIMIT) {
+        ucs_warn("%s: could not join the node group (%s); this rank uses "
+                 "private resources", res->dev_name,
+                 ucs_status_string(status));
+    }
+    return uct_ibshare_resources_open_private(res);
+}
+
+static void uct_ibshare_resources_free(uct_ibshare_resources_t *res)
+{
+    pthread_mutex_destroy(&res->lock);
+    ucs_free(res);
+}
+
+ucs_status_t
+uct_ibshare_resources_get(const char *dev_name,
+                          const uct_ibshare_share_params_t *params,
+                          uct_ibshare_resources_t **res_p)
+{
+    uct_ibshare_resources_t *res;
+    ucs_status_t status;
+
+    pthread_mutex_lock(&uct_ibshare_resources_lock);
+    ucs_list_for_each(res, &uct_ibshare_resources_list, list) {
+        if (!strcmp(res->dev_name, dev_name)) {
+            ++res->refcount;
+            *res_p = res;
+            status = UCS_OK;
+            goto out;
+        }
+    }
+
+    res = ucs_calloc(1, sizeof(*res), "ibshare resources");
+    if (res == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto out;
+    }
+
+    res->refcount = 1;
+    res->pool_fd  = -1;
+    ucs_strncpy_zero(res->dev_name, dev_name, sizeof(res->dev_name));
+    pthread_mutex_init(&res->lock, NULL);
+
+    status = uct_ibshare_resources_open(res, params);
+    if (status != UCS_OK) {
+        uct_ibshare_resources_release(res, 1);
+        uct_ibshare_resources_free(res);
+        goto out;
+    }
+
+    ucs_list_add_tail(&uct_ibshare_resources_list, &res->list);
+    *res_p = res;
+
+out:
+    pthread_mutex_unlock(&uct_ibshare_resources_lock);
+    return status;
+}
+
+void uct_ibshare_resources_put(uct_ibshare_resources_t *res)
+{
+    pthread_mutex_lock(&uct_ibshare_resources_lock);
+    if (--res->refcount > 0) {
+        pthread_mutex_unlock(&uct_ibshare_resources_lock);
+        return;
+    }
+
+    ucs_list_del(&res->list);
+    pthread_mutex_unlock(&uct_ibshare_resources_lock);
+
+    ucs_info("%s: %s resources: %lu memory registrations, %lu avoided",
+             res->dev_name,
+             res->mode ? uct_ibshare_group_mode_str(res->mode) : "private",
+             res->counters.regs_done, res->counters.regs_avoided);
+    uct_ibshare_resources_leave(res);
+    uct_ibshare_resources_free(res);
+}
+
+/* ------------------------------------------------------------ buffers */
+
+ucs_status_t uct_ibshare_resources_buf_alloc(uct_ibshare_resources_t *res,
+                                             size_t length, const char *name,
+                                             uct_ibshare_buf_t *buf)
+{
+    ucs_status_t status;
+    size_t alloc_length;
+
+    if (res->has_slice) {
+        alloc_length = length;
+        pthread_mutex_lock(&res->lock);
+        status = uct_ibshare_slice_alloc(&res->slice, &alloc_length,
+                                         &buf->address);
+        if ((status != UCS_OK) && !res->slice_full_warned) {
+            res->slice_full_warned = 1;
+            ucs_warn("%s: the rank's slice of the node pool is full (%zu of "
+                     "%zu bytes used) allocating %zu bytes for %s; "
+                     "registering extra memory (raise UCX_IBSHARE_SLICE_SIZE "
+                     "or lower the queue lengths)", res->dev_name,
+                     res->slice.used, res->slice.size, length, name);
+        }
+        pthread_mutex_unlock(&res->lock);
+        if (status == UCS_OK) {
+            buf->length = alloc_length;
+            buf->lkey   = res->pool_mr->lkey;
+            buf->mr     = NULL;
+            return UCS_OK;
+        }
+    }
+
+    length       = ucs_align_up(length, UCT_IBSHARE_POOL_ALIGN);
+    buf->address = mmap(NULL, length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf->address == MAP_FAILED) {
+        ucs_error("%s: mmap(%zu) for %s failed: %m", res->dev_name, length,
+                  name);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    /* At the same offset from its address as the pool, so one translation
+     * serves every buffer */
+    buf->mr = uct_ibshare_resources_reg_mr(res, buf->address, length,
+                                           (uintptr_t)buf->address -
+                                           res->va_offset);
+    if (buf->mr == NULL) {
+        ucs_error("%s: ibv_reg_mr(%zu bytes for %s) failed: %m",
+                  res->dev_name, length, name);
+        munmap(buf->address, length);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    buf->length = length;
+    buf->lkey   = buf->mr->lkey;
+    return UCS_OK;
+}
+
+void uct_ibshare_resources_buf_free(uct_ibshare_resources_t *res,
+                                    uct_ibshare_buf_t *buf)
+{
+    if (buf->mr == NULL) {
+        pthread_mutex_lock(&res->lock);
+        uct_ibshare_slice_free(&res->slice, buf->address);
+        pthread_mutex_unlock(&res->lock);
+        return;
+    }
+
+    uct_ibshare_resources_dereg_mr(res, buf->mr);
+    munmap(buf->address, buf->length);
+}
+
+/* ------------------------------------------------------------ mpool */
+
+typedef struct {
+    uct_ibshare_resources_t      *res;
+    uct_ibshare_mpool_obj_init_t obj_init;
+} uct_ibshare_mpool_priv_t;
+
+/* Each chunk starts with the buffer it came from */
+typedef struct {
+    uct_ibshare_buf_t            buf;
+} UCS_V_ALIGNED(UCS_SYS_CACHE_LINE_SIZE) uct_ibshare_mpool_chunk_hdr_t;
+
+static ucs_status_t uct_ibshare_mpool_chunk_alloc(ucs_mpool_t *mp,
+                                                  size_t *size_p,
+                                                  void **chunk_p)
+{
+    uct_ibshare_mpool_priv_t *priv = ucs_mpool_priv(mp);
+    uct_ibshare_mpool_chunk_hdr_t *hdr;
+    uct_ibshare_buf_t buf;
+    ucs_status_t status;
+
+    status = uct_ibshare_resources_buf_alloc(priv->res,
+                                             *size_p + sizeof(*hdr),
+                                             ucs_mpool_name(mp), &buf);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    hdr      = buf.address;
+    hdr->buf = buf;
+    *size_p  = buf.length - sizeof(*hdr);
+    *chunk_p = hdr + 1;
+    return UCS_OK;
+}
+
+static void uct_ibshare_mpool_chunk_release(ucs_mpool_t *mp, void *chunk)
+{
+    uct_ibshare_mpool_priv_t *priv     = ucs_mpool_priv(mp);
+    uct_ibshare_mpool_chunk_hdr_t *hdr = (uct_ibshare_mpool_chunk_hdr_t*)
+                                         chunk - 1;
+    uct_ibshare_buf_t buf              = hdr->buf;
+
+    uct_ibshare_resources_buf_free(priv->res, &buf);
+}
+
+static void uct_ibshare_mpool_obj_init(ucs_mpool_t *mp, void *obj,
+                                       void *chunk)
+{
+    uct_ibshare_mpool_priv_t *priv     = ucs_mpool_priv(mp);
+    uct_ibshare_mpool_chunk_hdr_t *hdr = (uct_ibshare_mpool_chunk_hdr_t*)
+                                         chunk - 1;
+
+    priv->obj_init(obj, hdr->buf.lkey);
+}
+
+static ucs_mpool_ops_t uct_ibshare_mpool_ops = {
+    .chunk_alloc   = uct_ibshare_mpool_chunk_alloc,
+    .chunk_release = uct_ibshare_mpool_chunk_release,
+    .obj_init      = uct_ibshare_mpool_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+ucs_status_t uct_ibshare_mpool_init(uct_ibshare_resources_t *res,
+                                    ucs_mpool_t *mp, size_t elem_size,
+                                    size_t align_offset, size_t alignment,
+                                    unsigned elems_per_chunk,
+                                    unsigned max_elems,
+                                    uct_ibshare_mpool_obj_init_t obj_init,
+                                    const char *name)
+{
+    uct_ibshare_mpool_priv_t *priv;
+    ucs_status_t status;
+
+    status = ucs_mpool_init(mp, sizeof(*priv), elem_size, align_offset,
+                            alignment, elems_per_chunk, max_elems,
+                            &uct_ibshare_mpool_ops, name);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    priv           = ucs_mpool_priv(mp);
+    priv->res      = res;
+    priv->obj_init = obj_init;
+    return UCS_OK;
+}

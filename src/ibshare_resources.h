@@ -1,0 +1,155 @@
+/**
+ * The verbs resources of one device in this process: the context, the PD,
+ * the node pool and the rank's slice of it, either shared with the node
+ * group (imported from the leader, or in fallback mode the rank's own PD
+ * with its slice registered) or private to the rank.
+ *
+ * One set per device and process, whatever the number of mds: Open MPI's pml
+ * and osc each open the md, and the process joins the node group once.
+ */
+#ifndef UCT_IBSHARE_RESOURCES_H_
+#define UCT_IBSHARE_RESOURCES_H_
+
+#include "ibshare_desc.h"
+#include "ibshare_node.h"
+#include "ibshare_pool.h"
+
+#include <ucs/datastruct/list.h>
+#include <ucs/datastruct/mpool.h>
+#include <ucs/config/types.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+
+
+typedef enum {
+    UCT_IBSHARE_MODE_AUTO,      /* share; fall back when import fails */
+    UCT_IBSHARE_MODE_SHARED,    /* share with import, or fail */
+    UCT_IBSHARE_MODE_PRIVATE,   /* never join a node group */
+    UCT_IBSHARE_MODE_LAST
+} uct_ibshare_mode_t;
+
+extern const char *uct_ibshare_mode_names[];
+
+
+/* What the md config says about sharing, copied out of it at md open */
+typedef struct uct_ibshare_share_params {
+    uct_ibshare_mode_t        mode;
+    char                      job_key[128];   /* "": a group of our own */
+    unsigned                  expected_members; /* 0: unknown */
+    char                      runtime_dir[256];
+    size_t                    pool_size;      /* UCS_MEMUNITS_AUTO: choose */
+    size_t                    slice_size;
+    ucs_ternary_auto_value_t  pool_huge;
+    double                    join_timeout;
+    unsigned                  fault;          /* uct_ibshare_node_fault_t */
+} uct_ibshare_share_params_t;
+
+
+typedef struct uct_ibshare_resources {
+    ucs_list_link_t           list;           /* process-wide */
+    unsigned                  refcount;
+    char                      dev_name[UCT_IBSHARE_DESC_DEV_MAX];
+    uint32_t                  mode;           /* 0: private, or
+                                                 uct_ibshare_group_mode_t */
+    pthread_mutex_t           lock;           /* slice, counters */
+
+    struct ibv_context        *context;
+    struct ibv_pd             *pd;
+    uct_ibshare_node_t        *node;          /* NULL: private */
+
+    /* The pool mapping and the keys this rank holds for part of it: the
+     * whole pool in shared mode, its slice in fallback mode */
+    int                       pool_fd;
+    void                      *pool_address;
+    size_t                    pool_size;
+    uint64_t                  pool_iova;
+    uint64_t                  va_offset;      /* pool_address - pool_iova:
+                                                 every buffer handed out is
+                                                 registered at address -
+                                                 va_offset (0: private) */
+    struct ibv_mr             *pool_mr;
+    void                      *keys_address;
+    size_t                    keys_length;
+    uct_ibshare_slice_t       slice;
+    int                       has_slice;
+    int                       slice_full_warned;
+
+    struct {
+        uint64_t              regs_done;      /* ibv_reg_mr* calls */
+        uint64_t              regs_avoided;   /* mem_reg served by pool keys */
+        uint64_t              mrs_held;
+    } counters;
+} uct_ibshare_resources_t;
+
+
+/* Memory with an lkey, registered at address - res->va_offset: from the
+ * slice, or allocated and registered */
+typedef struct uct_ibshare_buf {
+    void                      *address;
+    size_t                    length;
+    uint32_t                  lkey;
+    struct ibv_mr             *mr;            /* NULL: from the slice */
+} uct_ibshare_buf_t;
+
+
+/* Read the sharing settings out of the environment the md config gives */
+void uct_ibshare_share_params_init(uct_ibshare_share_params_t *params,
+                                   uct_ibshare_mode_t mode,
+                                   const char *job_key,
+                                   const char *runtime_dir, size_t pool_size,
+                                   size_t slice_size,
+                                   ucs_ternary_auto_value_t pool_huge,
+                                   double join_timeout, unsigned fault);
+
+/* Get this process's resources of a device, joining the node group at the
+ * first call */
+ucs_status_t
+uct_ibshare_resources_get(const char *dev_name,
+                          const uct_ibshare_share_params_t *params,
+                          uct_ibshare_resources_t **res_p);
+
+void uct_ibshare_resources_put(uct_ibshare_resources_t *res);
+
+/* Does the rank hold keys for [address, address + length)? */
+static inline int
+uct_ibshare_resources_covers(const uct_ibshare_resources_t *res,
+                             const void *address, size_t length)
+{
+    return (res->pool_mr != NULL) &&
+           ((uintptr_t)address >= (uintptr_t)res->keys_address) &&
+           ((uintptr_t)address + length <=
+            (uintptr_t)res->keys_address + res->keys_length);
+}
+
+/* ibv_reg_mr with the counters kept; iova != address for pool memory */
+struct ibv_mr *uct_ibshare_resources_reg_mr(uct_ibshare_resources_t *res,
+                                            void *address, size_t length,
+                                            uint64_t iova);
+
+int uct_ibshare_resources_dereg_mr(uct_ibshare_resources_t *res,
+                                   struct ibv_mr *mr);
+
+void uct_ibshare_resources_count_avoided(uct_ibshare_resources_t *res);
+
+ucs_status_t uct_ibshare_resources_buf_alloc(uct_ibshare_resources_t *res,
+                                             size_t length, const char *name,
+                                             uct_ibshare_buf_t *buf);
+
+void uct_ibshare_resources_buf_free(uct_ibshare_resources_t *res,
+                                    uct_ibshare_buf_t *buf);
+
+/*
+ * A memory pool whose chunks come from uct_ibshare_resources_buf_alloc;
+ * obj_init gets each object's lkey.
+ */
+typedef void (*uct_ibshare_mpool_obj_init_t)(void *obj, uint32_t lkey);
+
+ucs_status_t uct_ibshare_mpool_init(uct_ibshare_resources_t *res,
+                                    ucs_mpool_t *mp, size_t elem_size,
+                                    size_t align_offset, size_t alignment,
+                                    unsigned elems_per_chunk,
+                                    unsigned max_elems,
+                                    uct_ibshare_mpool_obj_init_t obj_init,
+                                    const char *name);
+
+#endif

@@ -1,0 +1,73 @@
+#!/bin/sh
+# A node group on rxe0, which cannot import (fallback mode): 8 processes of
+# one job each open the rc_share iface and register exactly once, their slice
+# of the node pool; memory from the slice costs no registration; each writes
+# into the next one's slice over RDMA, checked byte for byte
+# (test/guest/node_member.c). ibshare_info shows the live group; after the
+# job no MR, no group and no file of it is left.
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+members=8
+mkdir -p "$tmpdir/meet"
+
+in_guest --timeout 400 sh -c '
+    out=$1 members=$2 prog=$3 count_reg=$4 info=$5
+    export LD_PRELOAD="$count_reg $IBSHARE_MODULE"
+    # The group'"'"'s socket needs a local file system: the guest'"'"'s /tmp
+    rt=$(mktemp -d)
+    export UCX_IBSHARE_JOB_KEY=node-group-test UCX_IBSHARE_RUNTIME_DIR=$rt
+    export UCX_LOG_LEVEL=info
+    i=0
+    while [ $i -lt $members ]; do
+        "$prog" "$out/meet" $i $members rxe0:1 fallback > "$out/member.$i" 2>&1 &
+        i=$((i + 1))
+    done
+
+    # Everyone has checked its buffer: look at the live group
+    i=0 waited=0
+    while [ $i -lt $members ] && [ $waited -lt 300 ]; do
+        if [ -e "$out/meet/checked.$i" ]; then i=$((i + 1)); else
+            sleep 1; waited=$((waited + 1)); fi
+    done
+    env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.live" 2>&1
+    rdma res show mr > "$out/mr.live"
+    touch "$out/meet/release"
+    wait
+    env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.after" 2>&1
+    rdma res show mr > "$out/mr.after"
+    ls -A "$rt/ucx-ibshare-$(id -u)" | grep "\.sock$" > "$out/files.after"
+' sh "$tmpdir" "$members" "$IBSHARE_BUILDDIR/test/guest/node_member" \
+     "$IBSHARE_BUILDDIR/test/guest/.libs/libcount_reg.so" \
+     "$IBSHARE_BUILDDIR/ibshare_info"
+check "guest ran" test $? -eq 0
+
+i=0
+while [ $i -lt $members ]; do
+    grep -v '^ok:' "$tmpdir/member.$i" | grep -v "^\[" | head -5
+    check "member $i: every check passed, 1 registration" \
+          sh -c "grep -q '^registrations: 1\$' '$tmpdir/member.$i' &&
+                 ! grep -q '^FAIL' '$tmpdir/member.$i'"
+    i=$((i + 1))
+done
+
+fallback_lines=$(cat "$tmpdir"/member.* | grep -c "node group in fallback mode")
+check "one info line says the group runs in fallback mode ($fallback_lines)" \
+      test "$fallback_lines" -eq 1
+
+cat "$tmpdir/info.live"
+check "ibshare_info shows the group of the job" \
+      grep -q "node-group-test" "$tmpdir/info.live"
+check "ibshare_info shows $members members" \
+      grep -qE "members: *$members\b" "$tmpdir/info.live"
+check "ibshare_info shows fallback mode" \
+      grep -q "fallback" "$tmpdir/info.live"
+mrs=$(grep -c . "$tmpdir/mr.live")
+check "the kernel held one MR per member while the job ran ($mrs)" \
+      test "$mrs" -eq "$members"
+
+check "after the job ibshare_info shows no group" \
+      sh -c "! grep -q 'node-group-test' '$tmpdir/info.after'"
+check "after the job the kernel holds no MR" test ! -s "$tmpdir/mr.after"
+cat "$tmpdir/files.after"
+check "after the job no socket is left" test ! -s "$tmpdir/files.after"
+finish

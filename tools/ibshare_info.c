@@ -1,0 +1,136 @@
+/**
+ * ibshare_info: the verbs devices ucx-ibshare sees, and every live node
+ * group of this user on this node (job, server, members, mode, pool, MRs,
+ * registration counters).
+ *
+ * Read-only: it takes no lock a group uses and removes nothing, so running
+ * it never disturbs a job.
+ */
+#include "ibshare_device.h"
+#include "ibshare_node.h"
+
+#include <ucs/debug/memtrack_int.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+#define IBSHARE_INFO_DEFAULT_DIR  "/tmp"
+
+
+static void ibshare_info_usage(FILE *stream)
+{
+    fprintf(stream,
+            "usage: ibshare_info [-d DIR] [-h]\n"
+            "  lists the RDMA devices and this user's live ucx-ibshare node "
+            "groups\n"
+            "  -d DIR  runtime directory of the groups (default: "
+            "$UCX_IBSHARE_RUNTIME_DIR, else " IBSHARE_INFO_DEFAULT_DIR ")\n"
+            "  -h      this help\n");
+}
+
+static void ibshare_info_devices(void)
+{
+    uct_md_resource_desc_t *mds;
+    uct_tl_device_resource_t *ports;
+    unsigned num_mds, num_ports, i, j;
+
+    /* Listing reads sysfs and opens no device context */
+    if ((uct_ibshare_query_md_resources(NULL, &mds, &num_mds) != UCS_OK) ||
+        (num_mds == 0)) {
+        printf("no RDMA devices\n");
+        return;
+    }
+
+    printf("devices:\n");
+    for (i = 0; i < num_mds; ++i) {
+        printf("  %s:", mds[i].md_name);
+        if (uct_ibshare_device_query_ports(mds[i].md_name, &ports,
+                                           &num_ports) != UCS_OK) {
+            printf(" (ports unknown)\n");
+            continue;
+        }
+        if (num_ports == 0) {
+            printf(" no active port");
+        }
+        for (j = 0; j < num_ports; ++j) {
+            printf(" %s", ports[j].name);
+        }
+        printf("\n");
+        ucs_free(ports);
+    }
+    ucs_free(mds);
+}
+
+static void ibshare_info_group(const uct_ibshare_node_group_info_t *info,
+                               void *arg)
+{
+    unsigned i;
+
+    printf("\ngroup of job '%s' on %s\n", info->job_key, info->dev_name);
+    printf("  mode:           %s\n", uct_ibshare_group_mode_str(info->mode));
+    if (info->server_pid != 0) {
+        printf("  leader pid:     %d\n", (int)info->server_pid);
+    } else {
+        printf("  leader pid:     none (a member is taking over)\n");
+    }
+    printf("  members: %u (pids", info->num_members);
+    for (i = 0; (i < info->num_members) && (i < UCT_IBSHARE_DESC_MAX_SLICES);
+         ++i) {
+        printf(" %d", (int)info->member_pids[i]);
+    }
+    printf(")\n");
+    printf("  pool:           %" PRIu64 " bytes, %" PRIu64 " slices of %"
+           PRIu64 " bytes, %u used\n", info->pool_size,
+           (info->slice_size != 0) ? info->pool_size / info->slice_size : 0,
+           info->slice_size, info->slices_used);
+    printf("  MRs registered: %" PRIu64 "\n", info->mrs_held);
+    printf("  registrations:  %" PRIu64 " done, %" PRIu64 " avoided\n",
+           info->regs_done, info->regs_avoided);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = getenv("UCX_IBSHARE_RUNTIME_DIR");
+    int opt, count;
+
+    if ((dir == NULL) || (dir[0] == '\0')) {
+        dir = IBSHARE_INFO_DEFAULT_DIR;
+    }
+
+    while ((opt = getopt(argc, argv, "d:h")) != -1) {
+        switch (opt) {
+        case 'd':
+            dir = optarg;
+            break;
+        case 'h':
+            ibshare_info_usage(stdout);
+            return 0;
+        default:
+            ibshare_info_usage(stderr);
+            return 1;
+        }
+    }
+    if (optind < argc) {
+        ibshare_info_usage(stderr);
+        return 1;
+    }
+
+    ibshare_info_devices();
+
+    count = uct_ibshare_node_list(dir, ibshare_info_group, NULL);
+    if (count < 0) {
+        fprintf(stderr, "ibshare_info: cannot list the node groups in %s: "
+                "%s\n", dir, strerror(-count));
+        return 1;
+    }
+    if (count == 0) {
+        printf("\nno live node group in %s\n", dir);
+    }
+    return 0;
+}
