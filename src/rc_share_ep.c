@@ -323,12 +323,15 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_bcopy");
     uct_rc_share_tx_desc_setup(desc, NULL, NULL);
 
-    sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
     uct_rc_share_wr_am(&wr, id, &sge, 1);
     if (length <= iface->config.max_inline) {
+        /* The provider copies inline data itself: our address, no IOVA */
+        sge.addr      = (uintptr_t)desc->data;
         wr.send_flags = IBV_SEND_INLINE;
+    } else {
+        sge.addr      = uct_rc_share_buf_iova(iface, desc->data);
     }
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, desc->data,

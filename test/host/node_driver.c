@@ -29,6 +29,8 @@
 #include "ibshare_node.h"
 #include "ibshare_sock.h"
 
+#include <ucs/sys/sock.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +106,22 @@ static void fd_snapshot(unsigned char *map)
         }
     }
     closedir(dir);
+}
+
+/* The fds open now that were not in before; each is named on stderr */
+static int fd_leaks(const unsigned char *before)
+{
+    unsigned char after[MAX_FD_SCAN];
+    int fd, leaks = 0;
+
+    fd_snapshot(after);
+    for (fd = 0; fd < MAX_FD_SCAN; ++fd) {
+        if (after[fd] && !before[fd]) {
+            fprintf(stderr, "node_driver: fd %d leaked\n", fd);
+            ++leaks;
+        }
+    }
+    return leaks;
 }
 
 /* Reads until EOF: the script releases every reader at once by closing */
@@ -236,7 +254,7 @@ static unsigned parse_fault(const char *name)
 
 static int cmd_join(int argc, char **argv)
 {
-    unsigned char before[MAX_FD_SCAN], after[MAX_FD_SCAN];
+    unsigned char before[MAX_FD_SCAN];
     const char *start = NULL, *arm = NULL, *hold = NULL, *ready = NULL;
     unsigned long long counters[3] = { 0, 0, 0 };
     uct_ibshare_node_params_t params;
@@ -245,7 +263,7 @@ static int cmd_join(int argc, char **argv)
     unsigned arm_fault = UCT_IBSHARE_FAULT_NONE;
     int start_fd, arm_fd, hold_fd, pool_fd, cmd_fd;
     int pattern, cmd_pattern = -1, leak = 0, slice_ok = 1, last, fds_ok;
-    int have_counters = 0, opt, fd;
+    int have_counters = 0, opt;
     ucs_status_t status;
     driver_t d;
     uint32_t value;
@@ -309,14 +327,16 @@ static int cmd_join(int argc, char **argv)
     params.arg      = &d;
     status = uct_ibshare_node_join(&params, &node, &member);
     if (status != UCS_OK) {
-        out("failed pid=%d founder=%d status=%s", (int)getpid(),
-            member.founder, ucs_status_string(status));
+        /* What create() made is ours to close; nothing else may be open */
         if (d.pool_fd >= 0) {
             close(d.pool_fd);
         }
         if (d.cmd_fd >= 0) {
             close(d.cmd_fd);
         }
+        out("failed pid=%d founder=%d status=%s fdleak=%d", (int)getpid(),
+            member.founder, ucs_status_string(status),
+            fd_leaks(before));
         return 1;
     }
 
@@ -384,16 +404,13 @@ static int cmd_join(int argc, char **argv)
         }
     }
 
-    fd_snapshot(after);
-    for (fd = 0; fd < MAX_FD_SCAN; ++fd) {
-        if (after[fd] && !before[fd]) {
-            fprintf(stderr, "node_driver: fd %d leaked\n", fd);
-            ++leak;
-        }
-    }
-
+    leak = fd_leaks(before);
     out("left pid=%d last=%d slice_ok=%d fdleak=%d", (int)getpid(), last,
         slice_ok, leak);
+    ucs_close_fd(&start_fd);
+    ucs_close_fd(&arm_fd);
+    ucs_close_fd(&hold_fd);
+    ucs_close_fd(&ready_fd);
     return (fds_ok && slice_ok && !leak) ? 0 : 2;
 }
 

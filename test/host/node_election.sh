@@ -10,8 +10,8 @@ n=64
 pids=
 i=0
 while [ $i -lt $n ]; do
-    drive -k election -n 80 -c "$tmpdir/creates" -S "$tmpdir/start" \
-          -H "$tmpdir/hold" > "$tmpdir/out.$i" 2> "$tmpdir/err.$i" &
+    drive m$i -k election -n 80 -c "$tmpdir/creates" -S "$tmpdir/start" \
+          -H "$tmpdir/hold"
     pids="$pids $!"
     i=$((i + 1))
 done
@@ -51,7 +51,7 @@ check "no member saw its slice overwritten" \
       test "$(count ' slice_ok=1 ' "$tmpdir/left")" -eq $n
 check "no fd leaked" test "$(count ' fdleak=0' "$tmpdir/left")" -eq $n
 check "the last member removed the group's files" no_files
-cat "$tmpdir"/err.* >&2
-check "nothing logged" sh -c "! cat '$tmpdir'/err.* | grep -q ."
+cat "$tmpdir"/*.err >&2
+check "nothing logged" sh -c "! cat '$tmpdir'/*.err | grep -q ."
 
 finish

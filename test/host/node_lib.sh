@@ -7,6 +7,10 @@ rundir=$tmpdir/run
 groupdir=$rundir/ucx-ibshare-$(id -u)
 mkdir -p "$rundir"
 
+# UCX logs to stdout by default; the drivers' stdout is their report
+UCX_LOG_FILE=stderr
+export UCX_LOG_FILE
+
 # Barriers are fifos the script holds open read-write: the drivers' opens
 # never block, and closing the script's end gives every reader EOF at once.
 # fifo NAME FD: a fresh fifo $tmpdir/NAME on fd FD (3: start, 4: ready,
@@ -21,10 +25,15 @@ fifo ready 4
 fifo hold 5
 fifo arm 6
 
-# drive ARGS...: one member, which reports on the ready fifo; it must not
-# inherit our ends of the fifos, or closing ours would release nobody
+# drive NAME ARGS...: one member in the background ($! is its pid), which
+# reports on the ready fifo; its output goes to $tmpdir/NAME.out and .err.
+# Started from this shell, not a subshell: no process may keep our ends of
+# the fifos, or closing ours would release nobody.
 drive() {
-    "$driver" join -d "$rundir" -R "$tmpdir/ready" "$@" 3>&- 4>&- 5>&- 6>&-
+    name=$1
+    shift
+    "$driver" join -d "$rundir" -R "$tmpdir/ready" "$@" \
+        > "$tmpdir/$name.out" 2> "$tmpdir/$name.err" 3>&- 4>&- 5>&- 6>&- &
 }
 
 # lines N [SECONDS]: the next N lines the drivers report (fails on timeout)
