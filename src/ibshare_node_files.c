@@ -129,12 +129,12 @@ ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
     if (fd < 0) {
         if ((errno == ENOENT) && !create) {
             return UCS_ERR_NO_ELEM;
-        } else if (errno == ELOOP) {
-            ucs_error("%s is a symbolic link; it must be a directory of uid "
-                      "%u with mode 0700, remove it", path, (unsigned)euid);
-        } else if (errno == ENOTDIR) {
-            ucs_error("%s is not a directory; it must be a directory of uid "
-                      "%u with mode 0700, remove it", path, (unsigned)euid);
+        } else if ((errno == ELOOP) || (errno == ENOTDIR)) {
+            /* O_DIRECTORY reports a symlink as ENOTDIR: tell them apart */
+            ucs_error("%s is %s; it must be a directory of uid %u with mode "
+                      "0700, remove it", path,
+                      ((lstat(path, &st) == 0) && S_ISLNK(st.st_mode)) ?
+                      "a symbolic link" : "not a directory", (unsigned)euid);
         } else {
             ucs_error("cannot open the node group directory %s: %m", path);
         }

@@ -4,7 +4,8 @@
 # of the node pool; memory from the slice costs no registration; each writes
 # into the next one's slice over RDMA, checked byte for byte
 # (test/guest/node_member.c). ibshare_info shows the live group; after the
-# job no MR, no group and no file of it is left.
+# job no MR, no group and no socket of it is left. Then a pool of 2 slices
+# for 3 members: the third runs with private resources and one warning.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 members=8
@@ -36,6 +37,15 @@ in_guest --timeout 400 sh -c '
     env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.after" 2>&1
     rdma res show mr > "$out/mr.after"
     ls -A "$rt/ucx-ibshare-$(id -u)" | grep "\.sock$" > "$out/files.after" || :
+
+    # Not enough slices
+    mkdir -p "$out/small/meet"
+    export UCX_IBSHARE_JOB_KEY=node-group-small UCX_IBSHARE_POOL_SIZE=24m
+    for i in 0 1 2; do
+        "$prog" "$out/small/meet" $i 3 rxe0:1 any > "$out/small/member.$i" 2>&1 &
+    done
+    touch "$out/small/meet/release"
+    wait
 ' sh "$tmpdir" "$members" "$IBSHARE_BUILDDIR/test/guest/node_member" \
      "$IBSHARE_BUILDDIR/test/guest/.libs/libcount_reg.so" \
      "$IBSHARE_BUILDDIR/ibshare_info"
@@ -70,4 +80,12 @@ check "after the job ibshare_info shows no group" \
 check "after the job the kernel holds no MR" test ! -s "$tmpdir/mr.after"
 cat "$tmpdir/files.after"
 check "after the job no socket is left" test ! -s "$tmpdir/files.after"
+
+for i in 0 1 2; do
+    check "pool of 2 slices, member $i of 3 still wrote and was written" \
+          sh -c "grep -q 'arrived intact' '$tmpdir/small/member.$i' &&
+                 ! grep -q '^FAIL' '$tmpdir/small/member.$i'"
+done
+warned=$(cat "$tmpdir"/small/member.* | grep -c "no free slice in the node pool")
+check "one member warned that no slice was free ($warned)" test "$warned" -eq 1
 finish

@@ -14,9 +14,9 @@ fi
 nobody_uid=$(id -u nobody)
 nobody_gid=$(id -g nobody)
 
-as_nobody() {
-    setpriv --reuid=$nobody_uid --regid=$nobody_gid --clear-groups "$@"
-}
+# A command prefix, not a function: a background function call runs in a
+# subshell that keeps copies of our fifo ends, and its $! is not the driver's
+as_nobody="setpriv --reuid=$nobody_uid --regid=$nobody_gid --clear-groups"
 
 # nobody's runtime directory, and a way in to it and the fifos
 chmod 0711 "$tmpdir"
@@ -25,9 +25,9 @@ nrun=$tmpdir/nobody
 mkdir "$nrun"
 chown $nobody_uid:$nobody_gid "$nrun"
 chmod 0700 "$nrun"
-check "nobody can run the driver" as_nobody "$driver" lines 0 1
+check "nobody can run the driver" $as_nobody "$driver" lines 0 1
 
-as_nobody "$driver" join -d "$nrun" -k uid-test -R "$tmpdir/ready" \
+$as_nobody "$driver" join -d "$nrun" -k uid-test -R "$tmpdir/ready" \
     -H "$tmpdir/hold" > "$tmpdir/F.out" 2> "$tmpdir/F.err" \
     3>&- 4>&- 5>&- 6>&- &
 f=$!
@@ -56,7 +56,7 @@ check "at once, not after its timeout ($took s)" test $took -le 1
 check "naming the server's uid" \
       grep -q "runs as uid $nobody_uid, not as our uid 0" "$tmpdir/req.out"
 
-as_nobody "$driver" join -d "$nrun" -k uid-test -R "$tmpdir/ready" \
+$as_nobody "$driver" join -d "$nrun" -k uid-test -R "$tmpdir/ready" \
     > "$tmpdir/M.out" 2> "$tmpdir/M.err" 3>&- 4>&- 5>&- 6>&- &
 m=$!
 lines 2 > /dev/null
