@@ -36,18 +36,21 @@ static void uct_ibshare_lock_fill(struct flock *fl, short type, off_t offset)
 int uct_ibshare_lock_try(int fd, short type, off_t offset)
 {
     struct flock fl;
+    int err;
 
     uct_ibshare_lock_fill(&fl, type, offset);
     if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
         return 0;
     }
 
-    if ((errno == EAGAIN) || (errno == EACCES)) {
+    err = errno;
+    if ((err == EAGAIN) || (err == EACCES)) {
         return -EAGAIN;
     }
     ucs_error("fcntl(F_OFD_SETLK, byte %ld) on a node group lock file "
-              "failed: %m", (long)offset);
-    return -errno;
+              "failed: %s%s", (long)offset, strerror(err),
+              (err == EINVAL) ? " (OFD locks need Linux 3.15 or later)" : "");
+    return -err;
 }
 
 void uct_ibshare_lock_release(int fd, off_t offset)
@@ -64,12 +67,15 @@ void uct_ibshare_lock_release(int fd, off_t offset)
 int uct_ibshare_lock_test(int fd, off_t offset)
 {
     struct flock fl;
+    int err;
 
     /* A write lock conflicts with any other holder, shared or not */
     uct_ibshare_lock_fill(&fl, F_WRLCK, offset);
     if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
-        ucs_error("fcntl(F_OFD_GETLK, byte %ld) failed: %m", (long)offset);
-        return -errno;
+        err = errno;
+        ucs_error("fcntl(F_OFD_GETLK, byte %ld) failed: %s", (long)offset,
+                  strerror(err));
+        return -err;
     }
     return fl.l_type != F_UNLCK;
 }
@@ -201,9 +207,9 @@ size_t uct_ibshare_node_state_size(uint32_t num_records)
            (size_t)num_records * sizeof(uct_ibshare_node_record_t);
 }
 
-static ucs_status_t uct_ibshare_node_state_mmap(int fd, const char *lock_path,
-                                                size_t size,
-                                                uct_ibshare_node_state_t **state_p)
+static ucs_status_t
+uct_ibshare_node_state_mmap(int fd, const char *lock_path, size_t size,
+                            uct_ibshare_node_state_t **state_p)
 {
     void *ptr;
 
@@ -507,8 +513,9 @@ int uct_ibshare_node_list(const char *runtime_dir,
 
     dir = fdopendir(dir_fd);
     if (dir == NULL) {
+        count = -errno;
         close(dir_fd);
-        return -errno;
+        return count;
     }
 
     /* member_pids makes it large: not for the stack */

@@ -1,7 +1,8 @@
 /**
- * Internals of the node group shared by ibshare_node.c (election, serving,
- * leaving) and ibshare_node_files.c (the per-user directory, the state area
- * of the lock file, listing and sweeping groups).
+ * Internals of the node group shared by ibshare_node.c (election, joining,
+ * leaving), ibshare_node_serve.c (the member's thread: serving, taking over)
+ * and ibshare_node_files.c (the per-user directory, the state area of the
+ * lock file, listing and sweeping groups).
  *
  * The lock file <group>.lock carries OFD byte-range locks (fcntl
  * F_OFD_SETLK): released by the kernel when the process dies, like flock,
@@ -26,7 +27,10 @@
 #include "ibshare_node.h"
 
 #include <ucs/time/time.h>
+#include <limits.h>
+#include <pthread.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 
 #define UCT_IBSHARE_LOCK_SERVER    0
@@ -38,6 +42,8 @@
 #define UCT_IBSHARE_NODE_NAME_LEN       16    /* hex digits of the hash */
 #define UCT_IBSHARE_NODE_LOCK_SUFFIX    ".lock"
 #define UCT_IBSHARE_NODE_SOCK_SUFFIX    ".sock"
+#define UCT_IBSHARE_NODE_SUN_PATH \
+    sizeof(((struct sockaddr_un*)0)->sun_path)
 
 #define UCT_IBSHARE_STATE_MAGIC         0x74736269u  /* "ibst" */
 #define UCT_IBSHARE_STATE_VERSION       1
@@ -81,6 +87,88 @@ typedef struct uct_ibshare_node_state {
     char     dev_name[UCT_IBSHARE_DESC_DEV_MAX];
     uct_ibshare_node_record_t records[];
 } uct_ibshare_node_state_t;
+
+
+#define UCT_IBSHARE_NODE_TAKEOVER_MS  100  /* a member tries to serve */
+#define UCT_IBSHARE_NODE_MAX_CONNS    16   /* connections awaiting JOIN */
+#define UCT_IBSHARE_NODE_MAX_PENDING  16   /* slices handed, not yet locked */
+#define UCT_IBSHARE_NODE_NO_RECORD    UINT32_MAX
+#define UCT_IBSHARE_NODE_FAULT_STATUS 86   /* exit status of a fault */
+
+
+/* A connection accepted by the server, waiting for its JOIN message */
+typedef struct {
+    int        fd;
+    pid_t      pid;
+    ucs_time_t deadline;
+    int        stalled;     /* UCT_IBSHARE_FAULT_STALL: never answered */
+    int        refused;     /* another uid: REFUSE sent, waiting for its
+                               message before closing */
+} uct_ibshare_node_conn_t;
+
+/* A slice handed to a joiner that has not locked it yet */
+typedef struct {
+    uint32_t   slice;
+    ucs_time_t expiry;      /* 0: unused */
+} uct_ibshare_node_pending_t;
+
+
+/* The node: one member's view of its group (ibshare_node.c joins and
+ * leaves, ibshare_node_serve.c serves) */
+struct uct_ibshare_node {
+    char                       dir_path[PATH_MAX];
+    char                       name[UCT_IBSHARE_NODE_NAME_LEN + 1];
+    char                       lock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
+    char                       sock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
+    char                       lock_path[PATH_MAX];
+    char                       sock_path[UCT_IBSHARE_NODE_SUN_PATH];
+    char                       job_key[128];
+    double                     timeout;
+    unsigned                   fault;        /* atomic: set_fault() */
+
+    int                        dir_fd;
+    int                        lock_fd;
+    int                        cmd_fd;       /* our dups, to serve with */
+    int                        pool_fd;
+    int                        listen_fd;
+    int                        stop_pipe[2];
+    pthread_t                  thread;
+    int                        thread_started;
+    int                        serving;      /* the thread's, once started */
+
+    uct_ibshare_desc_t         desc;         /* slice and server_pid set per
+                                                hand-off */
+    uint32_t                   record;       /* our record (= our slice) */
+    uct_ibshare_node_state_t   *state;
+    size_t                     state_size;
+
+    uct_ibshare_node_conn_t    conns[UCT_IBSHARE_NODE_MAX_CONNS];
+    uct_ibshare_node_pending_t pending[UCT_IBSHARE_NODE_MAX_PENDING];
+    char                       last_err[256]; /* why the last try failed */
+};
+
+
+static inline ucs_time_t
+uct_ibshare_node_deadline(const struct uct_ibshare_node *node)
+{
+    return ucs_get_time() + ucs_time_from_sec(node->timeout);
+}
+
+/* The fault that strikes now (set: take it); misbehaving faults strike once */
+unsigned uct_ibshare_node_fault_take(uct_ibshare_node_t *node,
+                                     unsigned fault);
+void UCS_F_NORETURN uct_ibshare_node_fault_exit(uct_ibshare_node_t *node,
+                                                const char *where);
+
+/* The first slice nobody holds or was just handed, or NO_SLICE */
+uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node);
+
+/* With the SERVER byte held: replace a stale socket by ours, listen */
+ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node);
+
+/* The member's thread: serves, or waits to take over */
+ucs_status_t uct_ibshare_node_thread_start(uct_ibshare_node_t *node);
+void uct_ibshare_node_thread_stop(uct_ibshare_node_t *node);
 
 
 /* Lock helpers: 0 on success, -EAGAIN if another holder conflicts, another

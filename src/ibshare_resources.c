@@ -137,6 +137,24 @@ void uct_ibshare_resources_count_avoided(uct_ibshare_resources_t *res)
 
 /* ------------------------------------------------------------ founding */
 
+/* A device context and PD of this process's own */
+static ucs_status_t uct_ibshare_resources_open_own(uct_ibshare_resources_t *res)
+{
+    ucs_status_t status;
+
+    status = uct_ibshare_device_open(res->dev_name, &res->context);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    res->pd = ibv_alloc_pd(res->context);
+    if (res->pd == NULL) {
+        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
 static size_t
 uct_ibshare_pool_size(const uct_ibshare_share_params_t *params)
 {
@@ -168,15 +186,9 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
     const uct_ibshare_share_params_t *params   = found->params;
     ucs_status_t status;
 
-    status = uct_ibshare_device_open(res->dev_name, &res->context);
+    status = uct_ibshare_resources_open_own(res);
     if (status != UCS_OK) {
         return status;
-    }
-
-    res->pd          = ibv_alloc_pd(res->context);
-    if (res->pd == NULL) {
-        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
-        return UCS_ERR_NO_RESOURCE;
     }
 
     status = uct_ibshare_import_probe(res->context, res->pd);
@@ -285,17 +297,7 @@ uct_ibshare_group_attach(uct_ibshare_resources_t *res,
         return UCS_OK;
     }
 
-    status = uct_ibshare_device_open(res->dev_name, &res->context);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    res->pd          = ibv_alloc_pd(res->context);
-    if (res->pd == NULL) {
-        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
-        return UCS_ERR_NO_RESOURCE;
-    }
-    return UCS_OK;
+    return uct_ibshare_resources_open_own(res);
 }
 
 /* The rank's slice: its buffers, and in fallback mode its one MR */
@@ -391,15 +393,9 @@ uct_ibshare_resources_open_private(uct_ibshare_resources_t *res)
     ucs_status_t status;
 
     res->mode = 0;
-    status    = uct_ibshare_device_open(res->dev_name, &res->context);
+    status    = uct_ibshare_resources_open_own(res);
     if (status != UCS_OK) {
         return status;
-    }
-
-    res->pd          = ibv_alloc_pd(res->context);
-    if (res->pd == NULL) {
-        ucs_error("%s: ibv_alloc_pd() failed: %m", res->dev_name);
-        return UCS_ERR_NO_RESOURCE;
     }
 
     ucs_debug("%s: private device context and PD", res->dev_name);

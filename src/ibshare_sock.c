@@ -8,6 +8,7 @@
 #include "ibshare_sock.h"
 
 #include <ucs/debug/log_def.h>
+#include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 
 #include <errno.h>

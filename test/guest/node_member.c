@@ -21,6 +21,7 @@
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,22 @@ static void read_addr(int index, member_addr_t *addr)
     fclose(file);
 }
 
+static int open_fds(void)
+{
+    struct dirent *entry;
+    int count = 0;
+    DIR *fd_dir;
+
+    fd_dir = opendir("/proc/self/fd");
+    while ((fd_dir != NULL) && ((entry = readdir(fd_dir)) != NULL)) {
+        count += entry->d_name[0] != '.';
+    }
+    if (fd_dir != NULL) {
+        closedir(fd_dir);
+    }
+    return count - 1; /* the directory's own */
+}
+
 static uct_component_h find_component(void)
 {
     uct_component_h *components, found = NULL;
@@ -209,7 +226,7 @@ int main(int argc, char **argv)
     ucs_status_t status;
     char path[512], md_name[64], *colon;
     uint8_t *bytes;
-    int count, next, prev, i, bad, shared, any;
+    int count, next, prev, i, bad, shared, any, fds;
     uct_iov_t iov;
 
     if ((argc != 6) || (strcmp(argv[5], "shared") &&
@@ -232,6 +249,7 @@ int main(int argc, char **argv)
     }
 
     component = find_component();
+    fds       = open_fds();
     if ((uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) ||
         (uct_md_open(component, md_name, md_config, &md) != UCS_OK)) {
         DIE("cannot open md %s", md_name);
@@ -374,5 +392,7 @@ int main(int argc, char **argv)
     uct_worker_destroy(worker);
     ucs_async_context_destroy(async);
     uct_md_close(md);
+    CHECK(open_fds() == fds, "leaving the group closed every fd it opened "
+          "(%d before, %d after)", fds, open_fds());
     return failures ? 1 : 0;
 }

@@ -37,6 +37,7 @@ wait $b
 check "the new founder left last (rc $?)" \
       grep -q "^left .* last=1 .*fdleak=0" "$tmpdir/B.left"
 check "no file left" no_files
-check "B and C logged nothing" sh -c "! cat '$tmpdir/B.err' '$tmpdir/C.err' | grep -q ."
+check "B and C logged nothing" \
+      sh -c "! cat '$tmpdir/B.err' '$tmpdir/C.err' | grep -q ."
 
 finish

@@ -11,6 +11,7 @@ drive F -k malformed -t 3 -H "$tmpdir/hold"
 f=$!
 lines 1 > /dev/null
 sock=$(ls "$groupdir"/*.sock)
+fds_before=$(ls /proc/$f/fd | wc -l)
 
 for case in "garbage:not an ibshare message" \
             "short:shorter than its 12-byte header" \
@@ -21,7 +22,8 @@ for case in "garbage:not an ibshare message" \
             "fds:sent file descriptors with its join message"; do
     kind=${case%%:*}
     cause=${case#*:}
-    "$driver" raw "$sock" $kind 5 > "$tmpdir/raw.$kind" 2>&1 3>&- 4>&- 5>&- 6>&- &
+    "$driver" raw "$sock" $kind 5 > "$tmpdir/raw.$kind" 2>&1 \
+        3>&- 4>&- 5>&- 6>&- &
     raw=$!
     wait $raw
     check "$kind: refused as a bad message" \
@@ -34,7 +36,8 @@ done
 stallers=
 i=0
 while [ $i -lt 20 ]; do
-    "$driver" raw "$sock" stall 10 > "$tmpdir/stall.$i" 2>&1 3>&- 4>&- 5>&- 6>&- &
+    "$driver" raw "$sock" stall 10 > "$tmpdir/stall.$i" 2>&1 \
+        3>&- 4>&- 5>&- 6>&- &
     stallers="$stallers $!"
     i=$((i + 1))
 done
@@ -58,6 +61,9 @@ check "and made room for new ones" \
       grep -q "connections wait for their join message; dropping the oldest" \
       "$tmpdir/F.err"
 check "the server is alive" kill -0 $f
+fds_after=$(ls /proc/$f/fd | wc -l)
+check "and holds no fd more than before ($fds_before, $fds_after)" \
+      test "$fds_after" -eq "$fds_before"
 
 drive K -k malformed -t 3
 k=$!
