@@ -52,7 +52,8 @@ in_guest --timeout 400 sh -c '
     mkdir -p "$out/vg/meet"
     export UCX_IBSHARE_JOB_KEY=node-group-vg
     unset UCX_IBSHARE_POOL_SIZE
-    valgrind -q --error-exitcode=9 --leak-check=full \
+    valgrind -q --error-exitcode=9 --leak-check=full --num-callers=40 \
+        --suppressions="$IBSHARE_SRCDIR/test/valgrind.supp" \
         --errors-for-leak-kinds=definite --show-possibly-lost=no \
         "$prog" "$out/vg/meet" 0 2 rxe0:1 fallback > "$out/vg/member.0" 2>&1 &
     vg=$!
