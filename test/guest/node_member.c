@@ -40,11 +40,12 @@ static int my_index;
 
 #define CHECK(_cond, ...) \
     do { \
-        printf("%s: node_member %d: ", (_cond) ? "ok" : "FAIL", my_index); \
+        int _ok = !!(_cond); \
+        printf("%s: node_member %d: ", _ok ? "ok" : "FAIL", my_index); \
         printf(__VA_ARGS__); \
         printf("\n"); \
         fflush(stdout); \
-        failures += !(_cond); \
+        failures += !_ok; \
     } while (0)
 
 #define DIE(...) \
@@ -206,7 +207,7 @@ static void wait_comp(uct_completion_t *comp, ucs_status_t status,
 int main(int argc, char **argv)
 {
     uct_completion_t comp = {.func = completed};
-    uct_allocated_memory_t local, source;
+    uct_allocated_memory_t local, source, second;
     uct_iface_params_t iface_params;
     uct_mem_alloc_params_t alloc;
     uct_iface_config_t *iface_config;
@@ -222,7 +223,7 @@ int main(int argc, char **argv)
     uct_mem_h memh;
     uct_iface_h iface;
     uct_ep_h ep;
-    uct_md_h md;
+    uct_md_h md, md2;
     ucs_status_t status;
     char path[512], md_name[64], *colon;
     uint8_t *bytes;
@@ -250,8 +251,10 @@ int main(int argc, char **argv)
 
     component = find_component();
     fds       = open_fds();
+    /* Two mds, as Open MPI's pml and osc each open one: one membership */
     if ((uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) ||
-        (uct_md_open(component, md_name, md_config, &md) != UCS_OK)) {
+        (uct_md_open(component, md_name, md_config, &md) != UCS_OK) ||
+        (uct_md_open(component, md_name, md_config, &md2) != UCS_OK)) {
         DIE("cannot open md %s", md_name);
     }
     uct_config_release(md_config);
@@ -311,6 +314,16 @@ int main(int argc, char **argv)
     CHECK(any || (registrations() == regs), "allocating from the slice and "
           "registering slice memory made no verbs registration (%lu in all)",
           registrations());
+
+    alloc.mds.mds = &md2;
+    CHECK(uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &second) == UCS_OK,
+          "mem_alloc from a second md of the same device");
+    CHECK(any || (registrations() == regs), "the second md shares the "
+          "process's "
+          "membership and slice: no registration (%lu in all)",
+          registrations());
+    uct_mem_free(&second);
+    uct_md_close(md2);
 
     memset(local.address, 0, BUF_SIZE);
     for (i = 0, bytes = source.address; i < BUF_SIZE; ++i) {
