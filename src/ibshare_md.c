@@ -69,7 +69,7 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
      ucs_offsetof(uct_ibshare_md_config_t, pool_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"SLICE_SIZE", "12m",
+    {"SLICE_SIZE", "11m",
      "Each rank's part of the node pool: its send and receive buffers, its\n"
      "handshake buffers and the memory it allocates through the md.",
      ucs_offsetof(uct_ibshare_md_config_t, slice_size),

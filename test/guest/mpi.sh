@@ -147,6 +147,17 @@ for run in np2 np4; do
         sed 's/^/    /' "$tmpdir/counters"
         check "$label: rc_share printed its counters (lines with rc_share\
  and bytes: $n)" test "$n" -gt 0
+        # The ranks form one node group (fallback mode on rxe), each with
+        # its slice big enough for its pml and osc ifaces
+        n=$(grep -c 'rxe0: fallback resources: [0-9]* memory registrations' \
+            "$out")
+        check "$label: every rank used the node group's resources ($n of\
+ $np)" test "$n" -eq "$np"
+        n=$(grep -c 'node group in fallback mode' "$out")
+        check "$label: one group for the job: one fallback-mode line ($n)" \
+            test "$n" -eq 1
+        check "$label: no rank's slice of the node pool overflowed" \
+            sh -c "! grep -q 'slice of the node pool is full' '$out'"
     fi
     if [ "$(status_of "$run")" != 0 ] || ! summary_ok "$out"; then
         echo "--- $label: output (tail)" >&2
