@@ -60,8 +60,11 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_moderation),
      UCS_CONFIG_TYPE_UINT},
 
-    {"RX_QUEUE_LEN", "512",
-     "Receive buffers in the shared receive queue of an iface.",
+    {"RX_QUEUE_LEN", "256",
+     "Receive buffers in the shared receive queue of an iface. They come from\n"
+     "the rank's slice of the node pool (UCX_IBSHARE_SLICE_SIZE), like the\n"
+     "send buffers (TX_MAX_BUFS), and a process may have two ifaces (Open\n"
+     "MPI's pml and osc).",
      ucs_offsetof(uct_rc_share_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
@@ -71,7 +74,7 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, max_inline),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", 256, 64, "send",
                                   ucs_offsetof(uct_rc_share_iface_config_t,
                                                tx_mp), ""),
 
