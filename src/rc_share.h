@@ -131,6 +131,9 @@ typedef struct uct_rc_share_iface {
     int                       tx_cq_available; /* every WR in flight holds
                                                   one: in error, unsignaled
                                                   WRs complete too */
+    int                       tx_desc_starved; /* a descriptor was refused;
+                                                  cleared when one comes
+                                                  back */
     unsigned                  tx_tailed;    /* eps with unsignaled WRs after
                                                their last signaled one: each
                                                holds one more CQ entry, for

@@ -92,11 +92,13 @@ uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
         } \
     }
 
-/* Descriptors held by unsignaled WRs come back when a NOP reports them */
+/* Descriptors held by unsignaled WRs come back when a NOP reports them;
+ * until one is back, pending requests wait */
 #define UCT_RC_SHARE_GET_TX_DESC(_iface, _desc) \
     { \
         (_desc) = ucs_mpool_get_inline(&(_iface)->tx_mp); \
         if (ucs_unlikely((_desc) == NULL)) { \
+            (_iface)->tx_desc_starved = 1; \
             uct_rc_share_iface_tx_unstick(_iface); \
             return UCS_ERR_NO_RESOURCE; \
         } \
@@ -711,8 +713,8 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
 /* Delivers what a WR done leaves: fetched data, the user's completion, the
  * descriptor back to its pool */
 static UCS_F_ALWAYS_INLINE void
-uct_rc_share_ep_tx_op_done(uct_rc_share_ep_t *ep, uintptr_t op,
-                           ucs_status_t status)
+uct_rc_share_ep_tx_op_done(uct_rc_share_ep_t *ep, uct_rc_share_iface_t *iface,
+                           uintptr_t op, ucs_status_t status)
 {
     uct_rc_share_tx_desc_t *desc;
 
@@ -735,6 +737,7 @@ uct_rc_share_ep_tx_op_done(uct_rc_share_ep_t *ep, uintptr_t op,
         }
     }
     ucs_mpool_put_inline(desc);
+    iface->tx_desc_starved = 0;
 }
 
 /* Releases what the WRs in flight hold, delivering nothing */
@@ -781,7 +784,8 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
         op    = *entry;
         if (op != 0) {
             *entry = 0;
-            uct_rc_share_ep_tx_op_done(ep, op, (i == last) ? status : UCS_OK);
+            uct_rc_share_ep_tx_op_done(ep, iface, op,
+                                       (i == last) ? status : UCS_OK);
         }
     }
 
@@ -852,7 +856,7 @@ ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
-    if (uct_rc_share_ep_check_tx(ep) == UCS_OK) {
+    if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) && !iface->tx_desc_starved) {
         return UCS_ERR_BUSY;
     }
 
@@ -877,8 +881,8 @@ uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
     if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
-    if (iface->tx_cq_available <= 0) {
-        return UCS_ARBITER_CB_RESULT_STOP;
+    if ((iface->tx_cq_available <= 0) || iface->tx_desc_starved) {
+        return UCS_ARBITER_CB_RESULT_STOP; /* until a completion */
     }
     if (ep->sq_available <= 0) {
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
