@@ -477,3 +477,19 @@ size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason)
     uct_ibshare_put(&wr, reason, 4);
     return uct_ibshare_msg_finish(buf, max, wire, wr.p - wire);
 }
+
+size_t uct_ibshare_msg_pack(void *buf, size_t max,
+                            const uct_ibshare_msg_t *msg)
+{
+    switch (msg->type) {
+    case UCT_IBSHARE_MSG_JOIN:
+        return uct_ibshare_msg_pack_join(buf, max, msg->join.pid,
+                                         msg->join.uid);
+    case UCT_IBSHARE_MSG_DESC:
+        return uct_ibshare_msg_pack_desc(buf, max, &msg->desc);
+    case UCT_IBSHARE_MSG_REFUSE:
+        return uct_ibshare_msg_pack_refuse(buf, max, msg->refuse_reason);
+    default:
+        return 0;
+    }
+}

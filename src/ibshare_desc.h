@@ -91,6 +91,10 @@ size_t uct_ibshare_msg_pack_desc(void *buf, size_t max,
                                  const uct_ibshare_desc_t *desc);
 size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason);
 
+/* Any decoded message, encoded again: 0 for an unknown type */
+size_t uct_ibshare_msg_pack(void *buf, size_t max,
+                            const uct_ibshare_msg_t *msg);
+
 /*
  * Decoder: UCS_OK and *msg filled, or UCS_ERR_INVALID_PARAM with a sentence
  * naming what is wrong in err (never NULL-terminated garbage: err always ends

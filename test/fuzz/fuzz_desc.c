@@ -17,22 +17,6 @@
 
 #ifndef FUZZ_DESC_SEEDS
 
-static size_t fuzz_desc_repack(const uct_ibshare_msg_t *msg, uint8_t *buf,
-                               size_t max)
-{
-    switch (msg->type) {
-    case UCT_IBSHARE_MSG_JOIN:
-        return uct_ibshare_msg_pack_join(buf, max, msg->join.pid,
-                                         msg->join.uid);
-    case UCT_IBSHARE_MSG_DESC:
-        return uct_ibshare_msg_pack_desc(buf, max, &msg->desc);
-    case UCT_IBSHARE_MSG_REFUSE:
-        return uct_ibshare_msg_pack_refuse(buf, max, msg->refuse_reason);
-    default:
-        return 0;
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -52,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    length = fuzz_desc_repack(&msg, out, sizeof(out));
+    length = uct_ibshare_msg_pack(out, sizeof(out), &msg);
     if ((length != size) || (memcmp(out, data, size) != 0)) {
         fprintf(stderr, "fuzz_desc: accepted %zu bytes (type %u) that "
                 "re-encode to %zu other bytes\n", size, msg.type, length);
