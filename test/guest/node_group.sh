@@ -40,18 +40,26 @@ in_guest --timeout 400 sh -c '
 
     # Not enough slices
     mkdir -p "$out/small/meet"
-    export UCX_IBSHARE_JOB_KEY=node-group-small UCX_IBSHARE_POOL_SIZE=24m
+    export UCX_IBSHARE_JOB_KEY=node-group-small UCX_IBSHARE_SLICE_SIZE=12m \
+           UCX_IBSHARE_POOL_SIZE=24m
     for i in 0 1 2; do
         "$prog" "$out/small/meet" $i 3 rxe0:1 any > "$out/small/member.$i" 2>&1 &
     done
     touch "$out/small/meet/release"
     wait
 
+    # A pool that is not a whole number of slices: a clear error
+    mkdir -p "$out/bad/meet"
+    UCX_IBSHARE_JOB_KEY=node-group-bad UCX_IBSHARE_SLICE_SIZE=11m \
+    UCX_IBSHARE_POOL_SIZE=24m \
+        "$prog" "$out/bad/meet" 0 1 rxe0:1 any > "$out/bad/member.0" 2>&1
+    echo $? > "$out/bad/rc"
+
     # Under valgrind: no invalid access, no definite leak, no fd left open
     # (libibverbs caches its device list for the process: possibly lost)
     mkdir -p "$out/vg/meet"
     export UCX_IBSHARE_JOB_KEY=node-group-vg
-    unset UCX_IBSHARE_POOL_SIZE
+    unset UCX_IBSHARE_POOL_SIZE UCX_IBSHARE_SLICE_SIZE
     valgrind -q --error-exitcode=9 --leak-check=full --num-callers=40 \
         --suppressions="$IBSHARE_SRCDIR/test/valgrind.supp" \
         --errors-for-leak-kinds=definite --show-possibly-lost=no \
@@ -104,6 +112,12 @@ for i in 0 1 2; do
 done
 warned=$(cat "$tmpdir"/small/member.* | grep -c "no free slice in the node pool")
 check "one member warned that no slice was free ($warned)" test "$warned" -eq 1
+
+cat "$tmpdir/bad/member.0"
+check "a pool size that is not a multiple of the slice size is refused" \
+      sh -c "test \"\$(cat '$tmpdir/bad/rc')\" -eq 1 &&
+             grep -q 'UCX_IBSHARE_POOL_SIZE a nonzero multiple' '$tmpdir/bad/member.0' &&
+             ! grep -qE 'Segmentation|backtrace' '$tmpdir/bad/member.0'"
 
 grep -v '^ok:' "$tmpdir/vg/member.0" | grep -v "^\[" | head -20
 check "a member under valgrind: every check passed, no fd left open" \
