@@ -1,0 +1,38 @@
+# Sourced by the guest side of perftest_uct.sh and perftest_ucp.sh, which set
+# client_timeout and server_grace (seconds).
+
+# perf_pair OUT NAME PORT ARGS...: a ucx_perftest server and its client (to
+# 127.0.0.1:PORT), both with ARGS. Leaves OUT/NAME.cli and OUT/NAME.srv (their
+# output, line-buffered so that a hung run's output is kept), OUT/NAME.rc and
+# OUT/NAME.srvrc (their exit status; 124: timed out; the server gets about
+# server_grace seconds after the client ends, then is killed and its status is
+# "killed").
+perf_pair() {
+    pp_out=$1/$2 pp_port=$3
+    shift 3
+    timeout $((client_timeout + server_grace + 30)) \
+        stdbuf -oL ucx_perftest -p "$pp_port" "$@" > "$pp_out.srv" 2>&1 &
+    pp_pid=$!
+    pp_i=0
+    while [ $pp_i -lt 100 ] && kill -0 "$pp_pid" 2>/dev/null &&
+          ! ss -Hltn "sport = :$pp_port" | grep -q .; do
+        sleep 0.1
+        pp_i=$((pp_i + 1))
+    done
+    timeout "$client_timeout" stdbuf -oL \
+        ucx_perftest 127.0.0.1 -p "$pp_port" "$@" > "$pp_out.cli" 2>&1
+    echo $? > "$pp_out.rc"
+    pp_i=0
+    while [ $pp_i -lt "$server_grace" ] && kill -0 "$pp_pid" 2>/dev/null; do
+        sleep 1
+        pp_i=$((pp_i + 1))
+    done
+    if kill -0 "$pp_pid" 2>/dev/null; then
+        kill "$pp_pid"
+        wait "$pp_pid"
+        echo killed > "$pp_out.srvrc"
+    else
+        wait "$pp_pid"
+        echo $? > "$pp_out.srvrc"
+    fi
+}
