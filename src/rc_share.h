@@ -111,6 +111,18 @@ typedef struct uct_rc_share_counters {
 } uct_rc_share_counters_t;
 
 
+/*
+ * A completion that event_arm took from a CQ. Arming reports only
+ * completions that arrive after it (rxe raises no event for one already in
+ * the CQ), so event_arm polls once after arming; what it finds waits here
+ * for the next progress, which must take it before polling the CQ.
+ */
+typedef struct uct_rc_share_cq_stash {
+    struct ibv_wc             wc;
+    int                       valid;
+} uct_rc_share_cq_stash_t;
+
+
 typedef struct uct_rc_share_iface {
     uct_base_iface_t          super;
     uct_ibshare_md_t          *md;
@@ -125,6 +137,8 @@ typedef struct uct_rc_share_iface {
     struct ibv_comp_channel   *comp_channel;
     struct ibv_cq             *send_cq;
     struct ibv_cq             *recv_cq;
+    uct_rc_share_cq_stash_t   send_stash;
+    uct_rc_share_cq_stash_t   recv_stash;
     struct ibv_srq            *srq;
     ucs_mpool_t               tx_mp;
     ucs_mpool_t               rx_mp;
@@ -145,6 +159,7 @@ typedef struct uct_rc_share_iface {
     /* Connection handshake over UD */
     struct {
         struct ibv_cq         *cq;
+        uct_rc_share_cq_stash_t stash;
         struct ibv_qp         *qp;
         ucs_list_link_t       connecting;   /* eps waiting for a reply */
         ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
@@ -190,6 +205,35 @@ typedef struct uct_rc_share_iface {
  */
 #define uct_rc_share_buf_iova(_iface, _ptr) \
     ((uintptr_t)(_ptr) - (_iface)->buf_va_offset)
+
+
+/* Polls up to num completions, the stashed one first */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_cq_poll(struct ibv_cq *cq, uct_rc_share_cq_stash_t *stash,
+                     int num, struct ibv_wc *wc)
+{
+    int n = 0, ret;
+
+    if (ucs_unlikely(stash->valid)) {
+        wc[0]        = stash->wc;
+        stash->valid = 0;
+        n            = 1;
+    }
+
+    ret = ibv_poll_cq(cq, num - n, wc + n);
+    return (ret > 0) ? (n + ret) : n;
+}
+
+
+/* Returns nonzero if the CQ has a completion, which it then keeps stashed */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_cq_stash_fill(struct ibv_cq *cq, uct_rc_share_cq_stash_t *stash)
+{
+    if (!stash->valid) {
+        stash->valid = ibv_poll_cq(cq, 1, &stash->wc) > 0;
+    }
+    return stash->valid;
+}
 
 
 typedef enum {

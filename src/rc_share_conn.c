@@ -683,7 +683,8 @@ unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
     int i, n;
 
     /* wc.opcode is undefined in error completions: tell by wr_id */
-    n = ibv_poll_cq(iface->conn.cq, ucs_static_array_size(wc), wc);
+    n = uct_rc_share_cq_poll(iface->conn.cq, &iface->conn.stash,
+                             ucs_static_array_size(wc), wc);
     for (i = 0; i < n; ++i) {
         if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
             ++iface->conn.tx_available;

@@ -465,7 +465,8 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
     uint8_t am_id;
     int i, n;
 
-    n = ibv_poll_cq(iface->recv_cq, UCT_RC_SHARE_POLL_BATCH, wc);
+    n = uct_rc_share_cq_poll(iface->recv_cq, &iface->recv_stash,
+                             UCT_RC_SHARE_POLL_BATCH, wc);
     if (n <= 0) {
         return 0;
     }
@@ -550,7 +551,8 @@ static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
     uct_rc_share_ep_t *failed[UCT_RC_SHARE_POLL_BATCH];
     int i, n, num_failed = 0;
 
-    n = ibv_poll_cq(iface->send_cq, UCT_RC_SHARE_POLL_BATCH, wc);
+    n = uct_rc_share_cq_poll(iface->send_cq, &iface->send_stash,
+                             UCT_RC_SHARE_POLL_BATCH, wc);
     if (n <= 0) {
         return 0;
     }
@@ -616,7 +618,21 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
         return UCS_ERR_IO_ERROR;
     }
 
-    return got_event ? UCS_ERR_BUSY : UCS_OK;
+    if (got_event) {
+        return UCS_ERR_BUSY;
+    }
+
+    /* A completion that arrived after the last progress and before arming
+     * raises no event; nor does a handshake retry, which only progress
+     * times */
+    if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
+        uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
+        uct_rc_share_cq_stash_fill(iface->conn.cq, &iface->conn.stash) ||
+        !ucs_list_is_empty(&iface->conn.connecting)) {
+        return UCS_ERR_BUSY;
+    }
+
+    return UCS_OK;
 }
 
 /* ------------------------------------------------------------ flush */
