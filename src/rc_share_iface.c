@@ -770,8 +770,11 @@ static ucs_status_t uct_rc_share_iface_init_config(
                                                ucs_min(config->tx_queue_len,
                                                        config->tx_cq_len) / 4);
     iface->config.max_inline         = config->max_inline;
-    iface->config.rx_payload_offset  = sizeof(uct_rc_share_rx_desc_t) +
-                                       sizeof(uct_recv_desc_t) + rx_headroom;
+    /* A multiple of 8: the pool puts its element header (a pointer) right
+     * before the descriptor, and aligns the payload to a cache line */
+    iface->config.rx_payload_offset  = ucs_align_up_pow2(
+            sizeof(uct_rc_share_rx_desc_t) + sizeof(uct_recv_desc_t) +
+            rx_headroom, sizeof(void*));
     iface->config.rx_headroom_offset = iface->config.rx_payload_offset -
                                        rx_headroom;
     iface->config.path_mtu           = iface->port_attr.active_mtu;
