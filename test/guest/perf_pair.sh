@@ -1,5 +1,5 @@
-# Sourced by the guest side of perftest_uct.sh and perftest_ucp.sh, which set
-# client_timeout and server_grace (seconds).
+# Sourced by the guest side of perftest_uct.sh, perftest_ucp.sh, sanitizers.sh
+# and contrib/bench, which set client_timeout and server_grace (seconds).
 
 # perf_pair OUT NAME PORT ARGS...: a ucx_perftest server and its client (to
 # 127.0.0.1:PORT), both with ARGS. Leaves OUT/NAME.cli and OUT/NAME.srv (their
@@ -35,4 +35,19 @@ perf_pair() {
         wait "$pp_pid"
         echo $? > "$pp_out.srvrc"
     fi
+}
+
+# perf_pairs OUT PORT: a perf_pair for each line "NAME ARGS..." of stdin, on
+# ports PORT + 1, PORT + 2, ...; prints each pair's statuses and duration
+perf_pairs() {
+    pps_out=$1 pps_port=$2
+    while read -r pps_name pps_args; do
+        pps_port=$((pps_port + 1))
+        pps_start=$(date +%s)
+        # shellcheck disable=SC2086  # (a list of options)
+        perf_pair "$pps_out" "$pps_name" "$pps_port" $pps_args
+        echo "$pps_name: client status $(cat "$pps_out/$pps_name.rc")," \
+             "server status $(cat "$pps_out/$pps_name.srvrc")," \
+             "$(($(date +%s) - pps_start)) s"
+    done
 }

@@ -50,15 +50,9 @@ guest() {
     UCX_NET_DEVICES=rxe0:1
     UCX_LOG_LEVEL=info
     export LD_PRELOAD UCX_TLS UCX_NET_DEVICES UCX_LOG_LEVEL
-    port=20300
     cases | while read -r name lane args; do
-        port=$((port + 1))
-        start=$(date +%s)
-        # shellcheck disable=SC2086  # (args is a list of options)
-        perf_pair "$out" "$name" "$port" $args -n "$iters" -w "$warmup"
-        echo "$name: client status $(cat "$out/$name.rc"), server status" \
-             "$(cat "$out/$name.srvrc"), $(($(date +%s) - start)) s"
-    done
+        echo "$name $args -n $iters -w $warmup"
+    done | perf_pairs "$out" 20300
 }
 
 if [ "${1:-}" = --guest ]; then

@@ -52,16 +52,9 @@ guest() {
     out=$1 tl=$2
     LD_PRELOAD=$IBSHARE_MODULE
     export LD_PRELOAD
-    port=20100
     cases | while read -r name kind args; do
-        port=$((port + 1))
-        start=$(date +%s)
-        # shellcheck disable=SC2086  # (args is a list of options)
-        perf_pair "$out" "$name" "$port" $args -x "$tl" -d rxe0:1 \
-            -n "$(iters_of "$kind")" -w "$warmup"
-        echo "$name: client status $(cat "$out/$name.rc"), server status" \
-             "$(cat "$out/$name.srvrc"), $(($(date +%s) - start)) s"
-    done
+        echo "$name $args -x $tl -d rxe0:1 -n $(iters_of "$kind") -w $warmup"
+    done | perf_pairs "$out" 20100
 }
 
 if [ "${1:-}" = --guest ]; then

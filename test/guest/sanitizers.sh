@@ -58,14 +58,9 @@ WRAPPER
     ASAN_OPTIONS=detect_leaks=1:log_path=$out/report.asan
     UBSAN_OPTIONS=print_stacktrace=1:log_path=$out/report.ubsan
     export PATH UCX_TLS UCX_NET_DEVICES ASAN_OPTIONS UBSAN_OPTIONS
-    port=20500
     cases | while read -r name args; do
-        port=$((port + 1))
-        # shellcheck disable=SC2086  # (args is a list of options)
-        perf_pair "$out" "$name" "$port" $args -n "$iters" -w "$warmup"
-        echo "$name: client status $(cat "$out/$name.rc"), server status" \
-             "$(cat "$out/$name.srvrc")"
-    done
+        echo "$name $args -n $iters -w $warmup"
+    done | perf_pairs "$out" 20500
 }
 
 if [ "${1:-}" = --guest ]; then
@@ -84,7 +79,8 @@ runtimes=$(ldd "$IBSHARE_MODULE" 2>/dev/null |
 case $runtimes in
 *asan*ubsan* | *ubsan*asan*) ;;
 *)
-    fail "$IBSHARE_MODULE is not built with -fsanitize=address,undefined" \
+    fail "$IBSHARE_MODULE is not built with the sanitizers (configure" \
+         "--enable-sanitizers: -fsanitize=address,undefined)" \
          "(it links: ${runtimes:-neither runtime}); contrib/check builds one" \
          "in build-sanitize and runs this test there"
     finish
