@@ -13,13 +13,18 @@
 #include <ucs/sys/compiler_def.h>
 
 
+UCT_IBSHARE_COMPONENT_ADAPT_RKEY_UNPACK(uct_ibshare_rkey_unpack)
+
 uct_component_t uct_ibshare_component = {
     .query_md_resources = uct_ibshare_query_md_resources,
     .md_open            = uct_ibshare_md_open,
-    .cm_open            = ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_ibshare_rkey_unpack,
-    .rkey_ptr           = ucs_empty_function_return_unsupported,
+    .cm_open            = (uct_component_cm_open_func_t)
+                                  ucs_empty_function_return_unsupported,
+    .rkey_unpack        = UCT_IBSHARE_OP(uct_ibshare_rkey_unpack),
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
+                                  ucs_empty_function_return_unsupported,
     .rkey_release       = uct_ibshare_rkey_release,
+    UCT_IBSHARE_COMPONENT_OWN
     .name               = UCT_IBSHARE_COMPONENT_NAME,
     .md_config          = {
         .name           = "ibshare memory domain",

@@ -36,7 +36,7 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 
     {"", "", NULL,
      ucs_offsetof(uct_ibshare_md_config_t, rcache_cfg),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+     UCS_CONFIG_TYPE_TABLE(UCT_IBSHARE_RCACHE_CONFIG_TABLE)},
 
     {"MODE", "auto",
      "How the ranks of a job on one node share the device:\n"
@@ -177,21 +177,13 @@ static ucs_rcache_ops_t uct_ibshare_rcache_ops = {
 
 static ucs_status_t uct_ibshare_md_rcache_create(uct_ibshare_md_t *md)
 {
-    const uct_md_rcache_config_t *cfg = &md->rcache_cfg;
     ucs_rcache_params_t params;
 
+    uct_ibshare_ucx_rcache_params(&params, &md->rcache_cfg);
     params.region_struct_size = sizeof(uct_ibshare_rcache_region_t);
-    params.alignment          = cfg->alignment;
-    params.max_alignment      = ucs_get_page_size();
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
-    params.ucm_event_priority = cfg->event_prio;
     params.context            = md;
     params.ops                = &uct_ibshare_rcache_ops;
-    params.flags              = cfg->purge_on_fork ?
-                                UCS_RCACHE_FLAG_PURGE_ON_FORK : 0;
-    params.max_regions        = cfg->max_regions;
-    params.max_size           = cfg->max_size;
-    params.max_unreleased     = cfg->max_unreleased;
 
     return ucs_rcache_create(&params, md->dev_name, NULL, &md->rcache);
 }
@@ -307,8 +299,9 @@ static ucs_status_t uct_ibshare_mem_reg(uct_md_h uct_md, void *address,
     }
 
     if (md->rcache != NULL) {
-        status = ucs_rcache_get(md->rcache, address, length,
-                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        status = uct_ibshare_ucx_rcache_get(md->rcache, address, length,
+                                            PROT_READ | PROT_WRITE, &flags,
+                                            &rregion);
         if (status != UCS_OK) {
             return status;
         }
@@ -474,16 +467,20 @@ static void uct_ibshare_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
+UCT_IBSHARE_MD_OPS_ADAPT(uct_ibshare_md_query, uct_ibshare_mem_alloc,
+                         uct_ibshare_mem_reg, uct_ibshare_mkey_pack)
+
 static uct_md_ops_t uct_ibshare_md_ops = {
     .close                  = uct_ibshare_md_close,
-    .query                  = uct_ibshare_md_query,
-    .mem_alloc              = uct_ibshare_mem_alloc,
+    .query                  = UCT_IBSHARE_OP(uct_ibshare_md_query),
+    .mem_alloc              = UCT_IBSHARE_OP(uct_ibshare_mem_alloc),
     .mem_free               = uct_ibshare_mem_free,
-    .mem_reg                = uct_ibshare_mem_reg,
+    .mem_reg                = UCT_IBSHARE_OP(uct_ibshare_mem_reg),
     .mem_dereg              = uct_ibshare_mem_dereg,
-    .mkey_pack              = uct_ibshare_mkey_pack,
-    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-    .detect_memory_type     = ucs_empty_function_return_unsupported,
+    .mkey_pack              = UCT_IBSHARE_OP(uct_ibshare_mkey_pack),
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
+                                      ucs_empty_function_return_unsupported,
+    UCT_IBSHARE_MD_OPS_OWN
 };
 
 ucs_status_t uct_ibshare_md_open(uct_component_t *component,

@@ -6,6 +6,7 @@
 #define UCT_IBSHARE_MD_H_
 
 #include "ibshare_resources.h"
+#include "ibshare_ucx_compat.h"
 
 #include <uct/base/uct_md.h>
 #include <ucs/memory/rcache.h>
@@ -22,7 +23,7 @@ extern uct_component_t uct_ibshare_component;
 typedef struct uct_ibshare_md_config {
     uct_md_config_t           super;
     ucs_ternary_auto_value_t  rcache;       /* use the registration cache */
-    uct_md_rcache_config_t    rcache_cfg;   /* its tuning (UCX's own table) */
+    uct_ibshare_rcache_config_t rcache_cfg;   /* its tuning (UCX's own table) */
     uct_ibshare_mode_t        mode;
     char                      *job_key;
     char                      *runtime_dir;
@@ -78,7 +79,7 @@ typedef struct uct_ibshare_md {
     uct_md_t                  super;
     char                      dev_name[UCT_DEVICE_NAME_MAX];
     ucs_ternary_auto_value_t  rcache_mode;
-    uct_md_rcache_config_t    rcache_cfg;
+    uct_ibshare_rcache_config_t rcache_cfg;
     uct_ibshare_share_params_t share;
 
     /* Acquired at first use, not at md open: see uct_ibshare_md_resources() */

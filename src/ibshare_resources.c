@@ -5,6 +5,7 @@
 #include "ibshare_resources.h"
 #include "ibshare_device.h"
 #include "ibshare_import.h"
+#include "ibshare_ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
 #include <ucs/arch/cpu.h>
@@ -704,9 +705,10 @@ ucs_status_t uct_ibshare_mpool_init(uct_ibshare_resources_t *res,
     uct_ibshare_mpool_priv_t *priv;
     ucs_status_t status;
 
-    status = ucs_mpool_init(mp, sizeof(*priv), elem_size, align_offset,
-                            alignment, elems_per_chunk, max_elems,
-                            &uct_ibshare_mpool_ops, name);
+    status = uct_ibshare_ucx_mpool_init(mp, sizeof(*priv), elem_size,
+                                        align_offset, alignment,
+                                        elems_per_chunk, max_elems,
+                                        &uct_ibshare_mpool_ops, name);
     if (status != UCS_OK) {
         return status;
     }

@@ -689,7 +689,8 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
             (void)uct_rc_share_ep_report_tail(ep);
             uct_rc_share_ep_qp_error(ep);
         }
-        uct_ep_pending_purge(tl_ep, ucs_empty_function, NULL);
+        uct_ep_pending_purge(tl_ep, (uct_pending_purge_callback_t)
+                                            ucs_empty_function, NULL);
     } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
         return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
     }
@@ -828,7 +829,7 @@ ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
 {
     uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_IBSHARE_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
 
     if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
         return UCS_OK; /* connecting, or failed (already reported) */

@@ -74,13 +74,11 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, max_inline),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", 256, 64, "send",
-                                  ucs_offsetof(uct_rc_share_iface_config_t,
-                                               tx_mp), ""),
+    UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("TX_", 256, 64, "send",
+            ucs_offsetof(uct_rc_share_iface_config_t, tx_mp), ""),
 
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 0, "receive",
-                                  ucs_offsetof(uct_rc_share_iface_config_t,
-                                               rx_mp), ""),
+    UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 0, "receive",
+            ucs_offsetof(uct_rc_share_iface_config_t, rx_mp), ""),
 
     {"TIMEOUT", "1.0s",
      "Transport retry timeout of RC QPs (local ACK timeout); with\n"
@@ -378,6 +376,8 @@ static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
     return is_eth || (dev_addr->gid.global.subnet_prefix ==
                       iface->gid.global.subnet_prefix);
 }
+
+UCT_IBSHARE_IFACE_OPS_ADAPT(uct_rc_share_iface_is_reachable)
 
 /* ------------------------------------------------------------ receive */
 
@@ -876,7 +876,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     }
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_rc_share_iface_ops,
-                              &uct_base_iface_internal_ops, tl_md, worker,
+                              UCT_IBSHARE_IFACE_INTERNAL_OPS(
+                                      uct_rc_share_iface_is_reachable),
+                              tl_md, worker,
                               params, tl_config
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_RC_SHARE_TL_NAME));
@@ -1062,7 +1064,8 @@ uct_iface_ops_t uct_rc_share_iface_ops = {
     .iface_query              = uct_rc_share_iface_query,
     .iface_get_device_address = uct_rc_share_iface_get_device_address,
     .iface_get_address        = uct_rc_share_iface_get_address,
-    .iface_is_reachable       = uct_rc_share_iface_is_reachable
+    .iface_is_reachable       = UCT_IBSHARE_IFACE_IS_REACHABLE(
+                                        uct_rc_share_iface_is_reachable)
 };
 
 UCS_CLASS_DEFINE_NEW_FUNC(uct_rc_share_iface_t, uct_iface_t, uct_md_h,

@@ -72,7 +72,8 @@ static ucs_status_t parse(void *config, ucs_config_field_t *table,
     } else {
         setenv(var, value, 1);
     }
-    status = ucs_config_parser_fill_opts(config, table, "UCX_", prefix, 0);
+    status = uct_ibshare_ucx_config_fill_opts(config, table, "UCX_", prefix,
+                                              0);
     unsetenv(var);
     return status;
 }
