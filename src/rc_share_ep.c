@@ -691,7 +691,11 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
         }
         uct_ep_pending_purge(tl_ep, (uct_pending_purge_callback_t)
                                             ucs_empty_function, NULL);
-    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+    } else if ((ep->state == UCT_RC_SHARE_EP_CONNECTING) &&
+               !ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        /* After the requests waiting for the connection. With none, there
+         * is nothing to flush: UCP 1.22 may flush a lane whose iface it has
+         * not activated, and the handshake would never progress */
         return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
     }
 

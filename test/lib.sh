@@ -1,6 +1,8 @@
 # Shared helpers of the shell tests; sourced, not run.
 # The test harness (make check) exports IBSHARE_MODULE, IBSHARE_SRCDIR and
-# IBSHARE_BUILDDIR.
+# IBSHARE_BUILDDIR, and the UCX the build is configured with:
+# IBSHARE_UCX_BINDIR, IBSHARE_UCX_RUN_LIBDIR (empty for the system's) and
+# IBSHARE_UCX_LOADS_PLUGINS.
 
 : "${IBSHARE_MODULE:?run through make check}"
 : "${IBSHARE_SRCDIR:?run through make check}"
@@ -33,20 +35,69 @@ finish() {
     exit 0
 }
 
-# with_module CMD...: runs CMD with the component preloaded into UCX
+# The tests run with the UCX of the build: its commands first in PATH, its
+# libraries (same sonames as the system's) first in LD_LIBRARY_PATH.
+if [ -n "${IBSHARE_UCX_RUN_LIBDIR:-}" ]; then
+    PATH=$IBSHARE_UCX_BINDIR:$PATH
+    LD_LIBRARY_PATH=$IBSHARE_UCX_RUN_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH LD_LIBRARY_PATH
+fi
+
+# How a command gets the module: UCX 1.13 loads only its built-in modules,
+# so the module is preloaded (LD_PRELOAD=$IBSHARE_PRELOAD); 1.22 loads it
+# from UCX_PLUGIN_PATH, the module's build directory, and IBSHARE_PRELOAD is
+# empty. A test that wants UCX without the module unsets both.
+if [ "${IBSHARE_UCX_LOADS_PLUGINS:-no}" = yes ]; then
+    IBSHARE_PRELOAD=
+    UCX_PLUGIN_PATH=$(dirname "$IBSHARE_MODULE")
+    export UCX_PLUGIN_PATH
+else
+    IBSHARE_PRELOAD=$IBSHARE_MODULE
+fi
+export IBSHARE_PRELOAD
+
+# with_module CMD...: runs CMD with the component loaded into UCX
 with_module() {
-    LD_PRELOAD="$IBSHARE_MODULE" "$@"
+    LD_PRELOAD="$IBSHARE_PRELOAD" "$@"
+}
+
+# rc_share_devices FILE: how many times `ucx_info -d` output in FILE lists
+# transport rc_share on rxe0:1 under memory domain rxe0, component ibshare
+rc_share_devices() {
+    awk '
+        /# Memory domain:/    { md = ($NF == "rxe0"); comp = 0; tl = 0 }
+        /#     Component:/    { comp = md && ($NF == "ibshare") }
+        /# *Transport:/       { tl = comp && ($NF == "rc_share") }
+        /# *Device:/          { if (tl && $NF == "rxe0:1") found++ }
+        END { print found + 0 }
+    ' "$1"
 }
 
 # in_guest [vm options] CMD...: runs CMD in the soft-RoCE QEMU guest
 # The guest shares only the working directory read-write with the host, so it
 # runs in the build tree and the tests keep their files there.
 in_guest() {
+    set -- --env "IBSHARE_PRELOAD=$IBSHARE_PRELOAD" "$@"
+    if [ -n "${UCX_PLUGIN_PATH:-}" ]; then
+        set -- --env "UCX_PLUGIN_PATH=$UCX_PLUGIN_PATH" "$@"
+    fi
+    if [ -n "${IBSHARE_UCX_RUN_LIBDIR:-}" ]; then
+        set -- --env "PATH=$PATH" --env "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" "$@"
+    fi
     (cd "$IBSHARE_BUILDDIR" && "$IBSHARE_SRCDIR/contrib/vm/run" \
         --env "IBSHARE_MODULE=$IBSHARE_MODULE" \
         --env "IBSHARE_SRCDIR=$IBSHARE_SRCDIR" \
         --env "IBSHARE_BUILDDIR=$IBSHARE_BUILDDIR" "$@")
 }
 
-tmpdir=$(mktemp -d "$IBSHARE_BUILDDIR/test-tmp.$test_name.XXXXXX")
+# A private directory for the test's files. Host tests take a short one in
+# $TMPDIR: the node group's unix socket lives below it, and a sun_path holds
+# 107 bytes, which a deep build tree (make distcheck's <package>/_build/sub)
+# outgrows. Guest tests keep theirs in the build tree, the directory the
+# guest shares read-write (its /tmp is its own).
+case $0 in
+*/guest/*) tmpbase=$IBSHARE_BUILDDIR ;;
+*) tmpbase=${TMPDIR:-/tmp} ;;
+esac
+tmpdir=$(mktemp -d "$tmpbase/ibshare-test.$test_name.XXXXXX")
 trap 'rm -rf "$tmpdir"' EXIT

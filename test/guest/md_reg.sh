@@ -6,12 +6,12 @@
 
 prog=$IBSHARE_BUILDDIR/test/guest/md_reg
 
-in_guest sh -c 'LD_PRELOAD=$IBSHARE_MODULE "$1" rxe0' sh "$prog"
+in_guest sh -c 'LD_PRELOAD=$IBSHARE_PRELOAD "$1" rxe0' sh "$prog"
 check "md_reg passes in the guest" test $? -eq 0
 
 # libibverbs keeps its device list for the life of the process: "possibly
 # lost" blocks from ibv_get_device_list are its cache, not ours.
-in_guest sh -c 'LD_PRELOAD=$IBSHARE_MODULE valgrind -q --error-exitcode=9 \
+in_guest sh -c 'LD_PRELOAD=$IBSHARE_PRELOAD valgrind -q --error-exitcode=9 \
     --leak-check=full --errors-for-leak-kinds=definite \
     --show-possibly-lost=no "$1" rxe0' sh "$prog" > "$tmpdir/vg" 2>&1
 rc=$?

@@ -31,7 +31,7 @@ run_mpi() {
     timeout "$mpi_timeout" mpirun --allow-run-as-root --oversubscribe \
         -np "$np" --mca pml ucx --mca pml_ucx_tls any \
         --mca pml_ucx_devices any --mca osc ucx --mca pml_base_verbose 10 \
-        -x LD_PRELOAD="$IBSHARE_MODULE" -x UCX_TLS="$run_tls" \
+        -x LD_PRELOAD="$IBSHARE_PRELOAD" -x UCX_TLS="$run_tls" \
         -x UCX_LOG_LEVEL=info "$@" "$prog" > "$out/$name.out" 2>&1
     echo $? > "$out/$name.rc"
     echo "$name: $np ranks, UCX_TLS=$run_tls $*: status" \

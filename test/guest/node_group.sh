@@ -13,7 +13,7 @@ mkdir -p "$tmpdir/meet"
 
 in_guest --timeout 400 sh -c '
     out=$1 members=$2 prog=$3 count_reg=$4 info=$5
-    export LD_PRELOAD="$count_reg $IBSHARE_MODULE"
+    export LD_PRELOAD="$count_reg $IBSHARE_PRELOAD"
     # The group'"'"'s socket needs a local file system: the guest'"'"'s /tmp
     rt=$(mktemp -d)
     export UCX_IBSHARE_JOB_KEY=node-group-test UCX_IBSHARE_RUNTIME_DIR=$rt

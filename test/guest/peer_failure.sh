@@ -8,7 +8,7 @@
 
 in_guest --timeout 200 sh -c '
     out=$1
-    export LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share,self \
+    export LD_PRELOAD=$IBSHARE_PRELOAD UCX_TLS=rc_share,self \
            UCX_NET_DEVICES=rxe0:1 UCX_KEEPALIVE_INTERVAL=1s
     ucx_perftest -p 14101 -t tag_lat -e -n 100000000 -w 10 > "$out/srv" 2>&1 &
     srv=$!

@@ -45,7 +45,7 @@ EOF
 
 guest() {
     out=$1 tl=$2 tls=$3
-    LD_PRELOAD=$IBSHARE_MODULE
+    LD_PRELOAD=$IBSHARE_PRELOAD
     UCX_TLS=$tls
     UCX_NET_DEVICES=rxe0:1
     UCX_LOG_LEVEL=info

@@ -50,7 +50,7 @@ iters_of() {
 
 guest() {
     out=$1 tl=$2
-    LD_PRELOAD=$IBSHARE_MODULE
+    LD_PRELOAD=$IBSHARE_PRELOAD
     export LD_PRELOAD
     cases | while read -r name kind args; do
         echo "$name $args -x $tl -d rxe0:1 -n $(iters_of "$kind") -w $warmup"

@@ -49,7 +49,7 @@ guest() {
     mkdir -p "$out/bin"
     cat > "$out/bin/ucx_perftest" <<WRAPPER
 #!/bin/sh
-LD_PRELOAD="$2 $IBSHARE_MODULE \${LD_PRELOAD:-}" exec /usr/bin/ucx_perftest "\$@"
+LD_PRELOAD="$2 $IBSHARE_PRELOAD \${LD_PRELOAD:-}" exec $(command -v ucx_perftest) "\$@"
 WRAPPER
     chmod +x "$out/bin/ucx_perftest"
     PATH=$out/bin:$PATH
