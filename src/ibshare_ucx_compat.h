@@ -38,7 +38,12 @@
 /* ----------------------------------------------------------------- md ops */
 
 #if IBSHARE_UCX_MD_ATTR_V2
-/* The md reports through the v1 attributes, which UCX 1.22 still has */
+/*
+ * The md reports through the v1 attributes, which UCX 1.22 still has. UCP
+ * 1.22 keeps a cache of registrations of its own, and its protocols register
+ * only with mds whose registrations it may cache (it asserts so): ours may
+ * be, since a memh stays valid until it is deregistered.
+ */
 #  define UCT_IBSHARE_MD_ADAPT_QUERY(_func) \
     static ucs_status_t _func##_ucx(uct_md_h md, uct_md_attr_v2_t *attr) \
     { \
@@ -50,6 +55,7 @@
         attr->max_reg          = v1.cap.max_reg; \
         attr->flags            = v1.cap.flags; \
         attr->reg_mem_types    = v1.cap.reg_mem_types; \
+        attr->cache_mem_types  = v1.cap.reg_mem_types; \
         attr->detect_mem_types = v1.cap.detect_mem_types; \
         attr->alloc_mem_types  = v1.cap.alloc_mem_types; \
         attr->access_mem_types = v1.cap.access_mem_types; \

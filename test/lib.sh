@@ -61,6 +61,11 @@ with_module() {
     LD_PRELOAD="$IBSHARE_PRELOAD" "$@"
 }
 
+# UCP's endpoint configuration lines (UCX_LOG_LEVEL=info), as UCX 1.13
+# ("ep_cfg[0]: tag(...)") and 1.22 ("<name> intra-node cfg#0 tag(...)")
+# print them, for grep -E
+ucp_ep_cfg_re='ep_cfg\[[0-9]+\]: |cfg#[0-9]+ '
+
 # rc_share_devices FILE: how many times `ucx_info -d` output in FILE lists
 # transport rc_share on rxe0:1 under memory domain rxe0, component ibshare
 rc_share_devices() {

@@ -90,7 +90,7 @@ status_of() {
 # lane_groups LANE FILE: the resource lists of LANE in UCP's ep_cfg lines,
 # one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
 lane_groups() {
-    grep -h 'ep_cfg\[' "$2" 2>/dev/null |
+    grep -h -E "$ucp_ep_cfg_re" "$2" 2>/dev/null |
         grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
 }
 
@@ -141,7 +141,7 @@ for run in np2 np4; do
     check "$label: osc ucx: rma lanes on $tl (or self) only: found\
  $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
     if [ "$tl" = rc_share ]; then
-        grep -v 'ep_cfg\[' "$out" 2>/dev/null | grep 'rc_share.*bytes' \
+        grep -v -E "$ucp_ep_cfg_re" "$out" 2>/dev/null | grep 'rc_share.*bytes' \
             > "$tmpdir/counters"
         n=$(grep -c . "$tmpdir/counters")
         sed 's/^/    /' "$tmpdir/counters"

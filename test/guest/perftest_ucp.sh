@@ -111,7 +111,7 @@ no_crash() {
 # lane_groups LANE FILE...: the resource lists of LANE in UCP's ep_cfg lines,
 # one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
 lane_groups() {
-    grep -h 'ep_cfg\[' "$@" 2>/dev/null |
+    grep -h -E "$ucp_ep_cfg_re" "$@" 2>/dev/null |
         grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
 }
 
@@ -172,7 +172,7 @@ while read -r name lane args; do
         echo "--- $name: server output (tail)" >&2
         tail -n 15 "$srv" >&2
     fi
-    lanes=$(grep -h -o 'ep_cfg\[.*' "$cli" 2>/dev/null | head -n 1)
+    lanes=$(grep -h -o -E "($ucp_ep_cfg_re).*" "$cli" 2>/dev/null | head -n 1)
     # shellcheck disable=SC2086
     set -- $row
     if [ $# -eq 8 ]; then
