@@ -1,0 +1,74 @@
+#!/bin/sh
+# The Debian package as its users get it: built with dpkg-buildpackage from
+# the release tarball (make dist) against the system's UCX, then installed
+# with dpkg in a clean guest (whose writes are thrown away). It holds the
+# module in UCX's module directory, ibshare_info, ibshare-run and the man
+# page, depends on exactly the libucx0 it was built against, and
+# `ibshare-run ucx_info -d` lists rc_share on rxe0:1 (UCX 1.13 loads only
+# its built-in modules: the wrapper preloads the installed module).
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+# The package builds against the system's UCX, as this build must
+if [ -n "$IBSHARE_UCX_RUN_LIBDIR" ]; then
+    fail "the package builds against the system's UCX; this build uses" \
+         "$IBSHARE_UCX_RUN_LIBDIR: run the test in a build against the system's"
+    finish
+fi
+ucx_version=$(dpkg-query -W -f='${Version}' libucx0)
+moduledir=$(pkg-config --variable=libdir ucx-uct)/ucx
+
+# The package's own build runs make check-unit: not with this make's TESTS
+unset MAKEFLAGS MFLAGS MAKELEVEL
+name=ibshare-test-dist.$$
+make -C "$IBSHARE_BUILDDIR" dist-gzip distdir="$name" > "$tmpdir/dist.log" 2>&1
+check "make dist" test $? -eq 0
+mv "$IBSHARE_BUILDDIR/$name.tar.gz" "$tmpdir/" &&
+    tar -C "$tmpdir" -xzf "$tmpdir/$name.tar.gz"
+(cd "$tmpdir/$name" && IBSHARE_UCX_SRC=$IBSHARE_UCX_SRC dpkg-buildpackage -b -us -uc) \
+    > "$tmpdir/deb.log" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || tail -40 "$tmpdir/deb.log"
+check "dpkg-buildpackage -b builds from the tarball (status $rc)" test "$rc" -eq 0
+deb=$(ls "$tmpdir"/ucx-ibshare_*.deb 2>/dev/null | head -n 1)
+check "it made ucx-ibshare_*.deb" test -n "$deb"
+[ -n "$deb" ] || finish
+
+dpkg-deb -c "$deb" | awk '{ print $NF }' > "$tmpdir/files"
+sed 's/^/    /' "$tmpdir/files"
+for f in ".$moduledir/libuct_ibshare.so.0" ./usr/bin/ibshare_info \
+         ./usr/bin/ibshare-run ./usr/share/man/man1/ibshare_info.1.gz; do
+    check "the package holds $f" grep -qx -e "$f" -e "$f -> .*" "$tmpdir/files"
+done
+check "and no libtool archive or development link" \
+      sh -c "! grep -qE '\\.la\$|libuct_ibshare\\.so\$' '$tmpdir/files'"
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+check "it depends on exactly libucx0 (= $ucx_version)" \
+      sh -c "echo '$depends' | tr ',' '\\n' | grep -qx ' *libucx0 (= $ucx_version)'"
+
+# In a guest with nothing of this build in its environment: install, list,
+# read the man page, remove
+(cd "$IBSHARE_BUILDDIR" && "$IBSHARE_SRCDIR/contrib/vm/run" --no-pass-env sh -c '
+    run() { name=$1; shift; "$@" > "$dir/$name" 2> "$dir/$name.err"; echo $? > "$dir/$name.rc"; }
+    dir=$1 deb=$2 module=$3
+    run install dpkg -i "$deb"
+    run status dpkg-query -W -f "\${Status}" ucx-ibshare
+    run devices ibshare-run ucx_info -d
+    run info ibshare_info
+    run man man -w ibshare_info
+    run remove dpkg -r ucx-ibshare
+    run removed test ! -e "$module"
+' sh "$tmpdir" "$deb" "$moduledir/libuct_ibshare.so.0")
+check "guest ran" test $? -eq 0
+
+rc() { cat "$tmpdir/$1.rc"; }
+check "dpkg -i installs it" test "$(rc install)" -eq 0
+[ "$(rc install)" -eq 0 ] || cat "$tmpdir/install" "$tmpdir/install.err"
+check "and dpkg says so" test "$(cat "$tmpdir/status")" = "install ok installed"
+check "ibshare-run ucx_info -d lists rc_share on rxe0:1 once" \
+      test "$(rc devices)" -eq 0 -a "$(rc_share_devices "$tmpdir/devices")" -eq 1
+check "ibshare_info runs" test "$(rc info)" -eq 0
+check "man finds the ibshare_info page" test "$(rc man)" -eq 0
+check "dpkg -r removes it, the module included" \
+      test "$(rc remove)" -eq 0 -a "$(rc removed)" -eq 0
+finish
