@@ -80,7 +80,14 @@ __attribute__((constructor)) static void count_reg_init(void)
 static void *next_symbol(const char *name)
 {
     void *sym = dlsym(RTLD_NEXT, name);
+    void *verbs;
 
+    if (sym == NULL) {
+        /* Where UCX dlopens the module (1.22) instead of it being preloaded,
+         * nothing has loaded libibverbs yet: load it, for everyone */
+        verbs = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_GLOBAL);
+        sym   = (verbs == NULL) ? NULL : dlsym(verbs, name);
+    }
     if (sym == NULL) {
         fprintf(stderr, "count_reg: %s not found: %s\n", name, dlerror());
         abort();
