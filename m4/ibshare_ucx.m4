@@ -72,6 +72,9 @@ AC_DEFUN([IBSHARE_UCX_API_CHECKS], [
         [SAME_TYPE(__typeof__(&ucs_rcache_get),
                    ucs_status_t (*)(ucs_rcache_t*, void*, size_t, size_t,
                                     int, void*, ucs_rcache_region_t**));])
+    IBSHARE_UCX_CHECK([IBSHARE_UCX_RCACHE_MERGE],
+        [rcache ops have merge],
+        [ucs_rcache_ops_t ops = {.merge = NULL}; (void)ops;])
     IBSHARE_UCX_CHECK([IBSHARE_UCX_MPOOL_PARAMS],
         [ucs_mpool_init takes ucs_mpool_params_t],
         [ucs_mpool_params_t p; ucs_mpool_params_reset(&p);])

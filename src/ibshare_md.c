@@ -172,6 +172,7 @@ static void uct_ibshare_rcache_dump_region_cb(void *context,
 static ucs_rcache_ops_t uct_ibshare_rcache_ops = {
     .mem_reg     = uct_ibshare_rcache_mem_reg_cb,
     .mem_dereg   = uct_ibshare_rcache_mem_dereg_cb,
+    UCT_IBSHARE_RCACHE_OPS_OWN
     .dump_region = uct_ibshare_rcache_dump_region_cb
 };
 

@@ -348,6 +348,16 @@ uct_ibshare_ucx_rcache_params(ucs_rcache_params_t *params,
 #endif
 }
 
+/* The rcache ops one UCX generation has: 1.22 calls merge, unchecked, when
+ * a new region overlaps cached ones; a region holds nothing to merge */
+#if IBSHARE_UCX_RCACHE_MERGE
+#  define UCT_IBSHARE_RCACHE_OPS_OWN \
+    .merge = (void (*)(void*, ucs_rcache_t*, void*, ucs_rcache_region_t*)) \
+            ucs_empty_function,
+#else
+#  define UCT_IBSHARE_RCACHE_OPS_OWN
+#endif
+
 /* ucs_rcache_get; where it takes an alignment, the default of 1.13's
  * UCX_*_RCACHE_ADDR_ALIGN */
 static inline ucs_status_t
