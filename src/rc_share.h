@@ -179,6 +179,8 @@ typedef struct uct_rc_share_iface {
 
     struct {
         size_t                seg_size;
+        size_t                max_am_hdr;   /* am_zcopy header, in the
+                                               descriptor */
         unsigned              tx_qp_len;
         unsigned              tx_moderation; /* unsignaled WRs in a row */
         unsigned              max_inline;

@@ -226,15 +226,15 @@ static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface)
 
 static UCS_F_ALWAYS_INLINE void
 uct_rc_share_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
-                     struct ibv_sge *sge, int num_sge, uint64_t remote_addr,
-                     uct_rkey_t rkey)
+                     struct ibv_sge *sge, int num_sge, size_t length,
+                     uint64_t remote_addr, uct_rkey_t rkey)
 {
-    wr->opcode              = opcode;
-    wr->send_flags          = 0;
-    wr->sg_list             = sge;
-    wr->num_sge             = num_sge;
-    wr->wr.rdma.remote_addr = uct_ibshare_rkey_iova(rkey, remote_addr);
-    wr->wr.rdma.rkey        = uct_ibshare_rkey_key(rkey);
+    wr->opcode     = opcode;
+    wr->send_flags = 0;
+    wr->sg_list    = sge;
+    wr->num_sge    = num_sge;
+    uct_ibshare_rkey_resolve(rkey, remote_addr, length,
+                             &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -365,6 +365,8 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE - 1, "am_zcopy");
+    UCT_CHECK_LENGTH(header_length, 0, iface->config.max_am_hdr,
+                     "am_zcopy header");
     length = header_length + uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
@@ -410,7 +412,8 @@ ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     sge.addr   = (uintptr_t)buffer;
     sge.length = length;
     sge.lkey   = 0;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
+                         rkey);
     wr.send_flags = IBV_SEND_INLINE;
 
     status = uct_rc_share_ep_post(ep, &wr, 0, 0);
@@ -443,7 +446,8 @@ ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
+                         rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 0);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -463,6 +467,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                            uint64_t *bytes_counter)
 {
     struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
+    size_t length = uct_iov_total_length(iov, iovcnt);
     struct ibv_send_wr wr;
     ucs_status_t status;
 
@@ -471,7 +476,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
 
     /* No descriptor: the user's completion waits in tx_ops */
     uct_rc_share_wr_rdma(&wr, opcode, sge,
-                         uct_rc_share_iov_to_sge(sge, iov, iovcnt),
+                         uct_rc_share_iov_to_sge(sge, iov, iovcnt), length,
                          remote_addr, rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, uct_rc_share_tx_op_comp(comp),
@@ -481,7 +486,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     }
 
     ++*ops_counter;
-    *bytes_counter += uct_iov_total_length(iov, iovcnt);
+    *bytes_counter += length;
     return UCS_INPROGRESS;
 }
 
@@ -528,7 +533,8 @@ ucs_status_t uct_rc_share_ep_get_bcopy(uct_ep_h tl_ep,
     sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, length, remote_addr,
+                         rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -590,10 +596,10 @@ uct_rc_share_ep_atomic(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     wr.send_flags             = 0;
     wr.sg_list                = &sge;
     wr.num_sge                = 1;
-    wr.wr.atomic.remote_addr  = uct_ibshare_rkey_iova(rkey, remote_addr);
     wr.wr.atomic.compare_add  = compare_add;
     wr.wr.atomic.swap         = swap;
-    wr.wr.atomic.rkey         = uct_ibshare_rkey_key(rkey);
+    uct_ibshare_rkey_resolve(rkey, remote_addr, sizeof(uint64_t),
+                             &wr.wr.atomic.remote_addr, &wr.wr.atomic.rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
                                   (result != NULL) || (comp != NULL));

@@ -300,7 +300,7 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_bcopy       = seg_size;
     attr->cap.am.min_zcopy       = 0;
     attr->cap.am.max_zcopy       = seg_size;
-    attr->cap.am.max_hdr         = ucs_min(seg_size / 2, 256);
+    attr->cap.am.max_hdr         = iface->config.max_am_hdr;
     attr->cap.am.max_iov         = UCT_RC_SHARE_MAX_SEND_SGE - 1;
     attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu       = mtu;
@@ -765,6 +765,7 @@ static ucs_status_t uct_rc_share_iface_init_config(
     }
 
     iface->config.seg_size           = config->seg_size;
+    iface->config.max_am_hdr         = ucs_min(config->seg_size / 2, 256);
     iface->config.tx_qp_len          = config->tx_queue_len;
     iface->config.tx_moderation      = ucs_min(config->tx_cq_moderation,
                                                ucs_min(config->tx_queue_len,
@@ -865,6 +866,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     uct_rc_share_iface_config_t *config =
             ucs_derived_of(tl_config, uct_rc_share_iface_config_t);
     uct_ibshare_md_t *md = ucs_derived_of(tl_md, uct_ibshare_md_t);
+    size_t rx_align, rx_align_offset;
     ucs_status_t status;
     int ret;
 
@@ -959,11 +961,27 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    /* The payload aligned as the user asks (am_alignment and its offset),
+     * by default to a cache line */
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
+        !ucs_is_pow2(params->am_alignment)) {
+        ucs_error("rc_share: am_alignment %zu is not a power of 2",
+                  params->am_alignment);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err;
+    }
+    status = uct_iface_param_am_alignment(params, self->config.seg_size,
+                                          self->config.rx_payload_offset,
+                                          self->config.rx_payload_offset,
+                                          &rx_align, &rx_align_offset);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
     status = uct_ibshare_mpool_init(md->res, &self->rx_mp,
                                     self->config.rx_payload_offset +
                                     self->config.seg_size,
-                                    self->config.rx_payload_offset,
-                                    UCS_SYS_CACHE_LINE_SIZE,
+                                    rx_align_offset, rx_align,
                                     (config->rx_mp.bufs_grow != 0) ?
                                     config->rx_mp.bufs_grow :
                                     config->rx_queue_len,
