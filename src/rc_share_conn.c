@@ -1,6 +1,17 @@
 /**
  * rc_share connection establishment: RC QP state transitions and the UD
  * handshake (see rc_share_conn.h).
+ *
+ * The UD CQ has a completion channel of its own, whose fd is handled in the
+ * worker's async context (a thread, or a signal): a target creates the
+ * passive QP and answers a request even while its process never calls
+ * progress, and a requester's QP is connected as soon as the reply is in.
+ * Only the main thread changes an endpoint's state and posts its WRs: the
+ * async side moves the endpoint to conn.ready and schedules the main thread
+ * through the worker's progress queue. Everything of the handshake (the UD
+ * QP and its buffers, the lists, the retired AHs) is touched under
+ * UCS_ASYNC_BLOCK, which the async side holds while its handler runs; the
+ * data path never takes it.
  */
 #include "rc_share_conn.h"
 
@@ -10,6 +21,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +62,12 @@ ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
 static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
 {
     return iface->md->dev_name;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_async_context_t *
+uct_rc_share_conn_async(const uct_rc_share_iface_t *iface)
+{
+    return iface->super.worker->async;
 }
 
 static void uct_rc_share_ah_attr_fill(const uct_rc_share_iface_t *iface,
@@ -353,9 +371,25 @@ ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
     ucs_list_head_init(&iface->conn.passive);
     iface->conn.next_conn_id = 1;
 
+    ucs_list_head_init(&iface->conn.ready);
+    iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL;
+
+    iface->conn.channel = ibv_create_comp_channel(iface->md->context);
+    if (iface->conn.channel == NULL) {
+        ucs_error("%s: ibv_create_comp_channel(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    status = ucs_sys_fcntl_modfl(iface->conn.channel->fd, O_NONBLOCK, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     iface->conn.cq = ibv_create_cq(iface->md->context,
                                    UCT_RC_SHARE_CONN_RX_COUNT +
-                                   UCT_RC_SHARE_CONN_TX_COUNT, NULL, NULL, 0);
+                                   UCT_RC_SHARE_CONN_TX_COUNT, NULL,
+                                   iface->conn.channel, 0);
     if (iface->conn.cq == NULL) {
         ucs_error("%s: ibv_create_cq(handshake) failed: %m",
                   uct_rc_share_dev_name(iface));
@@ -422,6 +456,9 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
     if (iface->conn.cq != NULL) {
         ibv_destroy_cq(iface->conn.cq);
     }
+    if (iface->conn.channel != NULL) {
+        ibv_destroy_comp_channel(iface->conn.channel);
+    }
     if (iface->conn.rx_bufs != NULL) {
         uct_ibshare_resources_buf_free(iface->md->res, &iface->conn.bufs);
         iface->conn.rx_bufs = NULL;
@@ -469,9 +506,23 @@ ucs_status_t uct_rc_share_conn_start(uct_rc_share_ep_t *ep,
 
     ep->state         = UCT_RC_SHARE_EP_CONNECTING;
     ep->conn_deadline = ucs_get_time() + iface->config.conn_timeout;
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
     ucs_list_add_tail(&iface->conn.connecting, &ep->conn_list);
     uct_rc_share_conn_send_req(ep);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
     return UCS_OK;
+}
+
+void uct_rc_share_conn_ep_stop(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+
+    ucs_assert(ep->state == UCT_RC_SHARE_EP_CONNECTING);
+    /* On conn.connecting or conn.ready (async side), or draining */
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    ucs_list_del(&ep->conn_list);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
 }
 
 void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
@@ -482,12 +533,14 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
     uct_rc_share_conn_msg_t msg;
 
     if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
-        ucs_list_del(&ep->conn_list);
+        uct_rc_share_conn_ep_stop(ep);
     }
 
     if (ep->ah == NULL) {
         return;
     }
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
 
     /* Best effort: if lost, the target drops its QP when its iface closes */
     uct_rc_share_conn_msg_init(iface, &msg, UCT_RC_SHARE_CONN_DISC);
@@ -503,6 +556,36 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
         ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
     }
     ep->ah = NULL;
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+/* Main thread: the endpoints whose reply came, one at a time (a callback
+ * of one may destroy another) */
+static unsigned uct_rc_share_conn_ready_progress(void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    ucs_async_context_t *async  = uct_rc_share_conn_async(iface);
+    unsigned count              = 0;
+    uct_rc_share_ep_t *ep;
+
+    UCS_ASYNC_BLOCK(async);
+    iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* oneshot: ran */
+    while (!ucs_list_is_empty(&iface->conn.ready)) {
+        ep = ucs_list_extract_head(&iface->conn.ready, uct_rc_share_ep_t,
+                                   conn_list);
+        UCS_ASYNC_UNBLOCK(async);
+
+        if (ep->conn_status == UCS_OK) {
+            uct_rc_share_ep_qp_ready(ep);
+        } else if (uct_rc_share_ep_set_failed(ep, ep->conn_status)) {
+            uct_rc_share_ep_report_failure(ep);
+        }
+        ++count;
+
+        UCS_ASYNC_BLOCK(async);
+    }
+    UCS_ASYNC_UNBLOCK(async);
+    return count;
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
@@ -516,25 +599,36 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
             continue;
         }
 
+        /* The main thread posts nothing on the QP of a connecting
+         * endpoint, and takes the lock we hold to touch it otherwise */
         ucs_list_del(&ep->conn_list);
         status = uct_rc_share_qp_connect(iface, ep->qp, &ep->remote_dev,
                                          msg->rc_qpn, msg->psn, ep->psn,
                                          (enum ibv_mtu)msg->mtu);
-        if (status != UCS_OK) {
-            if (uct_rc_share_ep_set_failed(ep, status)) {
-                uct_rc_share_ep_report_failure(ep);
-            }
-            return;
+        ep->conn_status = status;
+        ucs_list_add_tail(&iface->conn.ready, &ep->conn_list);
+        if (iface->conn.ready_prog_id == UCS_CALLBACKQ_ID_NULL) {
+            iface->conn.ready_prog_id = ucs_callbackq_add_safe(
+                    &iface->super.worker->super.progress_q,
+                    uct_rc_share_conn_ready_progress, iface,
+                    UCS_CALLBACKQ_FLAG_ONESHOT);
         }
-        ucs_debug("ep %p: QP 0x%x connected to 0x%x", ep, ep->qp->qp_num,
-                  msg->rc_qpn);
-        uct_rc_share_ep_connected(ep);
+        if (iface->async_event_cb != NULL) {
+            /* A user asleep on the event fd comes to progress */
+            iface->async_event_cb(iface->async_event_arg, 0);
+        }
+        ucs_debug("ep %p: QP 0x%x connected to 0x%x: %s", ep, ep->qp->qp_num,
+                  msg->rc_qpn, ucs_status_string(status));
         return;
     }
     /* A duplicate reply of a connection made already: nothing to do */
 }
 
-static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface)
+/* Resends unanswered requests; endpoints past their deadline (a target
+ * that is gone: a live one answers from its async context) go to
+ * timed_out */
+static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface,
+                                         ucs_list_link_t *timed_out)
 {
     ucs_time_t now = ucs_get_time();
     uct_rc_share_ep_t *ep, *tmp;
@@ -543,13 +637,11 @@ static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface)
     ucs_list_for_each_safe(ep, tmp, &iface->conn.connecting, conn_list) {
         if (now >= ep->conn_deadline) {
             ucs_list_del(&ep->conn_list);
+            ucs_list_add_tail(timed_out, &ep->conn_list);
             ucs_diag("%s:%d: no answer to the connection request of ep %p "
                      "within %.1f s", uct_rc_share_dev_name(iface),
                      iface->port_num, ep,
                      ucs_time_to_sec(iface->config.conn_timeout));
-            if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
-                uct_rc_share_ep_report_failure(ep);
-            }
             ++count;
         } else if (now >= ep->conn_next_retry) {
             uct_rc_share_conn_send_req(ep);
@@ -675,55 +767,159 @@ static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
     }
 }
 
-unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
+/* Handles what the UD CQ holds; the caller holds the async context */
+static unsigned uct_rc_share_conn_poll(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[8];
     unsigned count = 0;
     void *buf;
     int i, n;
 
-    /* wc.opcode is undefined in error completions: tell by wr_id */
-    n = uct_rc_share_cq_poll(iface->conn.cq, &iface->conn.stash,
-                             ucs_static_array_size(wc), wc);
-    for (i = 0; i < n; ++i) {
-        if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
-            ++iface->conn.tx_available;
-            if ((wc[i].status != IBV_WC_SUCCESS) &&
-                (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
-                ucs_diag("%s: handshake send failed: %s",
+    do {
+        /* wc.opcode is undefined in error completions: tell by wr_id */
+        n = ibv_poll_cq(iface->conn.cq, ucs_static_array_size(wc), wc);
+        for (i = 0; i < n; ++i) {
+            if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
+                ++iface->conn.tx_available;
+                if ((wc[i].status != IBV_WC_SUCCESS) &&
+                    (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+                    ucs_diag("%s: handshake send failed: %s",
+                             uct_rc_share_dev_name(iface),
+                             ibv_wc_status_str(wc[i].status));
+                }
+                continue;
+            }
+
+            if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+                continue; /* the QP is going away */
+            }
+
+            if ((wc[i].status == IBV_WC_SUCCESS) &&
+                (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
+                buf = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs,
+                                          wc[i].wr_id *
+                                          UCT_RC_SHARE_CONN_BUF_SIZE);
+                uct_rc_share_conn_handle_msg(iface,
+                                             UCS_PTR_BYTE_OFFSET(buf,
+                                                     UCT_RC_SHARE_GRH_LEN),
+                                             wc[i].byte_len -
+                                             UCT_RC_SHARE_GRH_LEN);
+            } else {
+                ucs_diag("%s: handshake receive failed: %s",
                          uct_rc_share_dev_name(iface),
                          ibv_wc_status_str(wc[i].status));
             }
-            continue;
+            uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
         }
+        count += (n > 0) ? n : 0;
+    } while (n == (int)ucs_static_array_size(wc));
 
-        if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
-            continue; /* the QP is going away */
-        }
-
-        if ((wc[i].status == IBV_WC_SUCCESS) &&
-            (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
-            buf = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs,
-                                      wc[i].wr_id * UCT_RC_SHARE_CONN_BUF_SIZE);
-            uct_rc_share_conn_handle_msg(iface,
-                                         UCS_PTR_BYTE_OFFSET(buf,
-                                                 UCT_RC_SHARE_GRH_LEN),
-                                         wc[i].byte_len - UCT_RC_SHARE_GRH_LEN);
-        } else {
-            ucs_diag("%s: handshake receive failed: %s",
-                     uct_rc_share_dev_name(iface),
-                     ibv_wc_status_str(wc[i].status));
-        }
-        uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
-    }
-
-    count += (n > 0) ? n : 0;
     if ((iface->conn.tx_available == UCT_RC_SHARE_CONN_TX_COUNT) &&
         !ucs_list_is_empty(&iface->conn.retired_ahs)) {
         uct_rc_share_conn_release_ahs(iface);
     }
-    if (!ucs_list_is_empty(&iface->conn.connecting)) {
-        count += uct_rc_share_conn_timers(iface);
+    return count;
+}
+
+/* The async context's handler of the UD CQ's channel: the async context is
+ * blocked for us (a thread, or a signal handler: only verbs calls and what
+ * UCX's own handlers do) */
+static void uct_rc_share_conn_async_handler(int fd,
+                                            ucs_event_set_types_t events,
+                                            void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->conn.channel, &cq, &cq_context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+    }
+
+    /* Armed before polling: a completion after the poll raises an event */
+    if (ibv_req_notify_cq(iface->conn.cq, 0) != 0) {
+        ucs_error("%s: ibv_req_notify_cq(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+    }
+    (void)uct_rc_share_conn_poll(iface);
+}
+
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(iface);
+    ucs_status_t status;
+
+    status = ucs_async_set_event_handler(async->mode,
+                                         iface->conn.channel->fd,
+                                         UCS_EVENT_SET_EVREAD,
+                                         uct_rc_share_conn_async_handler,
+                                         iface, async);
+    if (status != UCS_OK) {
+        ucs_error("%s: could not handle the handshake in the async context: "
+                  "%s", uct_rc_share_dev_name(iface),
+                  ucs_status_string(status));
+        return status;
+    }
+    iface->conn.handler_set = 1;
+
+    UCS_ASYNC_BLOCK(async);
+    uct_rc_share_conn_async_handler(iface->conn.channel->fd,
+                                    UCS_EVENT_SET_EVREAD, iface);
+    UCS_ASYNC_UNBLOCK(async);
+    return UCS_OK;
+}
+
+void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface)
+{
+    if (iface->conn.handler_set) {
+        ucs_async_remove_handler(iface->conn.channel->fd, 1);
+        iface->conn.handler_set = 0;
+    }
+
+    /* The handler is gone: nothing schedules the callback again */
+    if (iface->conn.ready_prog_id != UCS_CALLBACKQ_ID_NULL) {
+        ucs_callbackq_remove_safe(&iface->super.worker->super.progress_q,
+                                  iface->conn.ready_prog_id);
+        iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL;
+    }
+}
+
+unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
+{
+    ucs_async_context_t *async;
+    ucs_list_link_t timed_out;
+    uct_rc_share_ep_t *ep;
+    unsigned count;
+
+    /* Read without the lock: a request just answered waits one more
+     * progress at worst */
+    if (ucs_likely(ucs_list_is_empty(&iface->conn.connecting))) {
+        return 0;
+    }
+
+    async = uct_rc_share_conn_async(iface);
+    ucs_list_head_init(&timed_out);
+    UCS_ASYNC_BLOCK(async);
+    count = uct_rc_share_conn_timers(iface, &timed_out);
+    UCS_ASYNC_UNBLOCK(async);
+
+    /* One at a time: the error handler of one may destroy another */
+    while (!ucs_list_is_empty(&timed_out)) {
+        ep = ucs_list_extract_head(&timed_out, uct_rc_share_ep_t, conn_list);
+        if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
+            uct_rc_share_ep_report_failure(ep);
+        }
     }
     return count;
+}
+
+int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface)
+{
+    int busy;
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    busy = !ucs_list_is_empty(&iface->conn.connecting) ||
+           !ucs_list_is_empty(&iface->conn.ready);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+    return busy || !ucs_list_is_empty(&iface->draining);
 }

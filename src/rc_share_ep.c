@@ -52,22 +52,29 @@ uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
 }
 
 static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface);
+static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep);
 
-/* Why a new operation may not be posted now */
+/* Whether a new operation may be issued now, when the fast check says no:
+ * a connecting endpoint takes it into its backlog while there is room (each
+ * backlog entry gets a send-queue slot of its own when posted) */
 static UCS_F_NOINLINE ucs_status_t
 uct_rc_share_ep_no_tx(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
-    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
-        return UCS_ERR_ENDPOINT_TIMEOUT;
+    switch (ep->state) {
+    case UCT_RC_SHARE_EP_CONNECTING:
+        return (ep->backlog_len < (unsigned)ep->sq_available) ?
+               UCS_OK : UCS_ERR_NO_RESOURCE;
+    case UCT_RC_SHARE_EP_FAILED:
+        return (ep->fail_status == UCS_ERR_CANCELED) ?
+               UCS_ERR_CANCELED : UCS_ERR_ENDPOINT_TIMEOUT;
+    default:
+        if (iface->tx_cq_available <= 0) {
+            uct_rc_share_iface_tx_unstick(iface);
+        }
+        return UCS_ERR_NO_RESOURCE;
     }
-
-    if ((ep->state == UCT_RC_SHARE_EP_CONNECTED) &&
-        (iface->tx_cq_available <= 0)) {
-        uct_rc_share_iface_tx_unstick(iface);
-    }
-    return UCS_ERR_NO_RESOURCE;
 }
 
 /* Whether a new operation may be posted now */
@@ -140,8 +147,8 @@ uct_rc_share_ep_tail_end(uct_rc_share_ep_t *ep, uct_rc_share_iface_t *iface)
  * reports a tail) needs none but its reserved slot and CQ entry.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
-                     uintptr_t op, int signal)
+uct_rc_share_ep_post_wr(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                        uintptr_t op, int signal)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
     uint64_t sn                 = ep->tx_posted + 1;
@@ -182,6 +189,115 @@ uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
     return UCS_OK;
 }
 
+/* What a tx_ops entry holds goes back, delivering nothing */
+static void uct_rc_share_tx_op_release(uintptr_t op)
+{
+    if ((op != 0) && !(op & UCT_RC_SHARE_TX_OP_COMP)) {
+        ucs_mpool_put_inline((void*)op);
+    }
+}
+
+/* The user's completion of a tx_ops entry, if any, which no longer has it */
+static uct_completion_t *uct_rc_share_tx_op_take_comp(uintptr_t op)
+{
+    uct_rc_share_tx_desc_t *desc;
+    uct_completion_t *comp;
+
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        return (uct_completion_t*)(op & ~UCT_RC_SHARE_TX_OP_COMP);
+    } else if (op == 0) {
+        return NULL;
+    }
+
+    desc          = (uct_rc_share_tx_desc_t*)op;
+    comp          = desc->comp;
+    desc->comp    = NULL;
+    desc->handler = NULL;
+    return comp;
+}
+
+/* An operation of a connecting endpoint waits in its backlog, in order */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_backlog_add(uct_rc_share_ep_t *ep,
+                            const struct ibv_send_wr *wr, uintptr_t op,
+                            int signal)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    size_t length = 0;
+    int i;
+
+    bop = ucs_mpool_get(&iface->backlog_mp);
+    if (bop == NULL) {
+        uct_rc_share_tx_op_release(op);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    bop->wr         = *wr;
+    bop->wr.next    = NULL;
+    bop->wr.sg_list = bop->sge;
+    bop->op         = op;
+    bop->signal     = signal;
+    if (ep->fence) {
+        bop->wr.send_flags |= IBV_SEND_FENCE;
+        ep->fence           = 0;
+    }
+
+    if (wr->send_flags & IBV_SEND_INLINE) {
+        /* The caller may reuse its buffer once we return */
+        for (i = 0; i < wr->num_sge; ++i) {
+            memcpy(bop->inline_data + length,
+                   (const void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        bop->sge[0].addr   = (uintptr_t)bop->inline_data;
+        bop->sge[0].length = length;
+        bop->sge[0].lkey   = 0;
+        bop->wr.num_sge    = 1;
+    } else {
+        memcpy(bop->sge, wr->sg_list, sizeof(*wr->sg_list) * wr->num_sge);
+    }
+
+    ucs_queue_push(&ep->backlog, &bop->queue);
+    ++ep->backlog_len;
+    return UCS_OK;
+}
+
+/* Posts one WR of an operation, or keeps it while the endpoint connects */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                     uintptr_t op, int signal)
+{
+    if (ucs_unlikely(ep->state != UCT_RC_SHARE_EP_CONNECTED)) {
+        return uct_rc_share_ep_backlog_add(ep, wr, op, signal);
+    }
+
+    return uct_rc_share_ep_post_wr(ep, wr, op, signal);
+}
+
+/* Drops the backlog: every operation in it completes with status */
+static void uct_rc_share_ep_backlog_purge(uct_rc_share_ep_t *ep,
+                                          ucs_status_t status)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    uct_completion_t *comp;
+
+    while (!ucs_queue_is_empty(&ep->backlog)) {
+        bop = ucs_queue_pull_elem_non_empty(&ep->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --ep->backlog_len;
+        comp = uct_rc_share_tx_op_take_comp(bop->op);
+        uct_rc_share_tx_op_release(bop->op);
+        ucs_mpool_put(bop);
+        if (comp != NULL) {
+            uct_invoke_completion(comp, status);
+        }
+        iface->tx_desc_starved = 0;
+    }
+}
+
 /* A signaled zero-length RDMA write: its completion reports every WR before
  * it. Needs no memory key on either side. */
 static ucs_status_t uct_rc_share_ep_post_nop(uct_rc_share_ep_t *ep)
@@ -194,7 +310,7 @@ static ucs_status_t uct_rc_share_ep_post_nop(uct_rc_share_ep_t *ep)
     wr.num_sge             = 0;
     wr.wr.rdma.remote_addr = 0;
     wr.wr.rdma.rkey        = 0;
-    return uct_rc_share_ep_post(ep, &wr, 0, 1);
+    return uct_rc_share_ep_post_wr(ep, &wr, 0, 1);
 }
 
 /* The endpoint's tail, if any, gets the NOP that reports it (the slot and
@@ -674,6 +790,10 @@ static void uct_rc_share_ep_qp_error(uct_rc_share_ep_t *ep)
  * completion will report the last one */
 int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep)
 {
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        return 0; /* the handshake, and the backlog behind it */
+    }
+
     if (ep->tx_posted == ep->tx_completed) {
         return 1;
     }
@@ -689,15 +809,7 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_rc_share_flush_req_t *req;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        if (ep->state != UCT_RC_SHARE_EP_CONNECTING) {
-            /* Before the QP fails: unsignaled WRs done already would
-             * complete no more */
-            (void)uct_rc_share_ep_report_tail(ep);
-            uct_rc_share_ep_qp_error(ep);
-        }
-        uct_ep_pending_purge(tl_ep, ucs_empty_function, NULL);
-    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
-        return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
+        uct_rc_share_ep_cancel(ep);
     }
 
     if (uct_rc_share_ep_tx_idle(ep)) {
@@ -710,10 +822,39 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
             return UCS_ERR_NO_MEMORY;
         }
         req->comp = comp;
-        req->sn   = ep->tx_posted;
+        /* The last operation issued: posted, or last in the backlog */
+        req->sn   = ep->tx_posted + ep->backlog_len;
         ucs_queue_push(&ep->flush_reqs, &req->queue);
     }
     return UCS_INPROGRESS;
+}
+
+/*
+ * Completes the flush requests whose operations are all done. One beyond
+ * the last WR posted waited for backlog operations: once the backlog is
+ * gone (posted or dropped) and nothing is in flight, it is done too. A
+ * cancelled endpoint's flushes succeed; a failed one's report the failure.
+ */
+static void uct_rc_share_ep_flush_reqs_progress(uct_rc_share_ep_t *ep)
+{
+    int backlog_gone = (ep->state != UCT_RC_SHARE_EP_CONNECTING) &&
+                       (ep->tx_completed == ep->tx_posted);
+    ucs_status_t status;
+    uct_rc_share_flush_req_t *req;
+
+    status = ((ep->state == UCT_RC_SHARE_EP_FAILED) &&
+              (ep->fail_status != UCS_ERR_CANCELED)) ?
+             UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
+    while (!ucs_queue_is_empty(&ep->flush_reqs)) {
+        req = ucs_queue_head_elem_non_empty(&ep->flush_reqs,
+                                            uct_rc_share_flush_req_t, queue);
+        if ((req->sn > ep->tx_completed) && !backlog_gone) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&ep->flush_reqs);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
 }
 
 /* Delivers what a WR done leaves: fetched data, the user's completion, the
@@ -754,10 +895,28 @@ static void uct_rc_share_ep_tx_ops_drop(uct_rc_share_ep_t *ep)
 
     for (sn = ep->tx_completed + 1; sn <= ep->tx_posted; ++sn) {
         entry = &ep->tx_ops[sn & ep->tx_ops_mask];
-        if ((*entry != 0) && !(*entry & UCT_RC_SHARE_TX_OP_COMP)) {
-            ucs_mpool_put_inline((void*)*entry);
-        }
+        uct_rc_share_tx_op_release(*entry);
         *entry = 0;
+    }
+}
+
+/* The user's completions of the WRs in flight are called now, with
+ * CANCELED; what the WRs hold stays until the flushed QP reports them */
+static void uct_rc_share_ep_tx_ops_cancel(uct_rc_share_ep_t *ep)
+{
+    uct_completion_t *comp;
+    uintptr_t *entry;
+    uint64_t sn;
+
+    for (sn = ep->tx_completed + 1; sn <= ep->tx_posted; ++sn) {
+        entry = &ep->tx_ops[sn & ep->tx_ops_mask];
+        comp  = uct_rc_share_tx_op_take_comp(*entry);
+        if (*entry & UCT_RC_SHARE_TX_OP_COMP) {
+            *entry = 0;
+        }
+        if (comp != NULL) {
+            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+        }
     }
 }
 
@@ -774,7 +933,6 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
     unsigned count = (uint16_t)(sn - (uint16_t)ep->tx_completed);
     uint64_t first = ep->tx_completed + 1;
     uint64_t last  = ep->tx_completed + count;
-    uct_rc_share_flush_req_t *req;
     uintptr_t *entry;
     uintptr_t op;
     uint64_t i;
@@ -813,19 +971,7 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
     /* Credits came back: a group descheduled for lack of them may go on */
     ucs_arbiter_group_schedule(&uct_rc_share_ep_iface(ep)->arbiter,
                                &ep->arb_group);
-
-    status = (ep->state == UCT_RC_SHARE_EP_FAILED) ?
-             UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
-    while (!ucs_queue_is_empty(&ep->flush_reqs)) {
-        req = ucs_queue_head_elem_non_empty(&ep->flush_reqs,
-                                            uct_rc_share_flush_req_t, queue);
-        if (req->sn > ep->tx_completed) {
-            break;
-        }
-        ucs_queue_pull_non_empty(&ep->flush_reqs);
-        uct_invoke_completion(req->comp, status);
-        ucs_free(req);
-    }
+    uct_rc_share_ep_flush_reqs_progress(ep);
 }
 
 /* Zero-byte RDMA write: acknowledged by a live peer, fails on a dead one */
@@ -935,16 +1081,61 @@ void uct_rc_share_ep_pending_purge(uct_ep_h tl_ep,
 
 /* ------------------------------------------------------------ state */
 
-void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep)
+/*
+ * Posts the backlog of an endpoint whose QP is connected, in order; with
+ * too few CQ entries it stops, and the next send completion goes on (the
+ * endpoint is on iface->draining meanwhile). Then the endpoint is
+ * connected: new operations are posted, pending requests dispatched.
+ */
+void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    ucs_status_t status;
 
+    while (!ucs_queue_is_empty(&ep->backlog)) {
+        if (iface->tx_cq_available <= 0) {
+            return;
+        }
+
+        bop = ucs_queue_pull_elem_non_empty(&ep->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --ep->backlog_len;
+        status = uct_rc_share_ep_post_wr(ep, &bop->wr, bop->op, bop->signal);
+        ucs_mpool_put(bop);
+        if (status != UCS_OK) {
+            ucs_list_del(&ep->conn_list);
+            if (uct_rc_share_ep_set_failed(ep, status)) {
+                uct_rc_share_ep_report_failure(ep);
+            }
+            return;
+        }
+    }
+
+    ucs_list_del(&ep->conn_list);
     ep->state = UCT_RC_SHARE_EP_CONNECTED;
+    uct_rc_share_ep_flush_reqs_progress(ep);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
 }
 
+/* The QP of a connecting endpoint is up (the main thread learns it from
+ * the handshake): its backlog goes out */
+void uct_rc_share_ep_qp_ready(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    ucs_list_add_tail(&iface->draining, &ep->conn_list);
+    uct_rc_share_ep_backlog_drain(ep);
+}
+
+/*
+ * Fails the endpoint: what is posted is flushed (its completions carry the
+ * error), the backlog completes with status. The caller has taken a
+ * connecting endpoint off its handshake list. Returns 1 if the endpoint
+ * was not failed before, and the caller then reports the failure.
+ */
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
 {
     if ((ep->state == UCT_RC_SHARE_EP_FAILED) ||
@@ -952,12 +1143,32 @@ int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
         return 0;
     }
 
-    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
-        uct_rc_share_ep_qp_error(ep); /* flush what is still queued */
-    }
+    uct_rc_share_ep_qp_error(ep);
     ep->state        = UCT_RC_SHARE_EP_FAILED;
     ep->fail_status  = status;
+    uct_rc_share_ep_backlog_purge(ep, status);
+    uct_rc_share_ep_flush_reqs_progress(ep);
     return 1;
+}
+
+/*
+ * flush(CANCEL): every operation of the endpoint completes with CANCELED
+ * (what is posted when the flushed QP reports it), pending requests are
+ * dropped, and the endpoint takes no more operations. That is no failure:
+ * nothing is reported to the error handler.
+ */
+static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep)
+{
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
+        /* Before the QP fails: unsignaled WRs done already would complete
+         * no more */
+        (void)uct_rc_share_ep_report_tail(ep);
+    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        uct_rc_share_conn_ep_stop(ep);
+    }
+
+    (void)uct_rc_share_ep_set_failed(ep, UCS_ERR_CANCELED);
+    uct_rc_share_ep_pending_purge(&ep->super.super, NULL, NULL);
 }
 
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep)
@@ -1007,6 +1218,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
     self->state        = UCT_RC_SHARE_EP_CONNECTING;
     self->tx_ops_mask  = ucs_roundup_pow2(iface->config.tx_qp_len) - 1;
     ucs_queue_head_init(&self->flush_reqs);
+    ucs_queue_head_init(&self->backlog);
     ucs_arbiter_group_init(&self->arb_group);
 
     self->tx_ops = ucs_calloc(self->tx_ops_mask + 1, sizeof(*self->tx_ops),
@@ -1082,10 +1294,12 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
 }
 
 /*
- * Completions of the QP name the endpoint, so it lives on until they are in:
- * a destroyed endpoint with requests in flight becomes a zombie whose QP is
- * flushed; its last completion frees it. Nothing calls back into the user
- * from here, and the zombie's completions are not reported.
+ * Every outstanding operation completes here, with CANCELED (the UCT
+ * contract): the backlog, and the user's completions of the WRs in flight.
+ * Completions of the QP name the endpoint, so it lives on until they are
+ * in: a destroyed endpoint with requests in flight becomes a zombie whose
+ * QP is flushed, and its last completion frees it; nothing of a zombie
+ * reaches the user.
  */
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
 {
@@ -1093,6 +1307,7 @@ void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
     UCS_CLASS_CLEANUP(uct_rc_share_ep_t, ep);
+    uct_rc_share_ep_backlog_purge(ep, UCS_ERR_CANCELED);
 
     if (ep->tx_posted == ep->tx_completed) {
         uct_rc_share_ep_free(ep);
@@ -1102,6 +1317,7 @@ void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
     /* Every WR in flight must complete for the zombie to go: those that
      * are done already but unsignaled are reported by a NOP */
     (void)uct_rc_share_ep_report_tail(ep);
+    uct_rc_share_ep_tx_ops_cancel(ep);
     uct_rc_share_ep_qp_error(ep);
     ep->state = UCT_RC_SHARE_EP_ZOMBIE;
     ucs_list_add_tail(&iface->zombie_eps, &ep->list);

@@ -101,11 +101,16 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_timeout),
      UCS_CONFIG_TYPE_TIME},
 
-    {"RNR_RETRY_COUNT", "6",
-     "Receiver-not-ready retries before the endpoint fails (0-6; 7 would\n"
-     "retry forever, and a dead receiver would hang its senders).",
+    {"RNR_RETRY_COUNT", "auto",
+     "Receiver-not-ready retries before the endpoint fails (0-7). 7, as the\n"
+     "InfiniBand specification defines it, retries as long as the receiver's\n"
+     "QP lives: a receiver out of buffers pushes its senders back instead of\n"
+     "failing them, and a dead one, whose QPs die with it, is found by the\n"
+     "transport retries (RETRY_COUNT). \"auto\": 7, except in the node\n"
+     "group's shared mode, where the QPs of a killed member live on until\n"
+     "the group ends and would hold its senders forever: 6 there.",
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
+     UCS_CONFIG_TYPE_ULUNITS},
 
     {"MAX_RD_ATOMIC", "4",
      "RDMA reads and atomics in flight per endpoint, in each direction.",
@@ -511,6 +516,23 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 
 /* ------------------------------------------------------------ send */
 
+/* Endpoints whose backlog waited for CQ entries go on, in order, one at a
+ * time (a callback may destroy the next) */
+static void uct_rc_share_iface_drain_backlogs(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_ep_t *ep;
+
+    while (!ucs_list_is_empty(&iface->draining)) {
+        ep = ucs_list_head(&iface->draining, uct_rc_share_ep_t, conn_list);
+        uct_rc_share_ep_backlog_drain(ep);
+        if (!ucs_list_is_empty(&iface->draining) &&
+            (ucs_list_head(&iface->draining, uct_rc_share_ep_t,
+                           conn_list) == ep)) {
+            break; /* still short of CQ entries */
+        }
+    }
+}
+
 /* Returns the endpoint if this completion newly failed it */
 static uct_rc_share_ep_t *
 uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
@@ -567,6 +589,10 @@ static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
         uct_rc_share_ep_report_failure(failed[i]);
     }
 
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->draining))) {
+        uct_rc_share_iface_drain_backlogs(iface);
+    }
+
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
     return n;
@@ -612,8 +638,7 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
     }
 
     if ((ibv_req_notify_cq(iface->recv_cq, 0) != 0) ||
-        (ibv_req_notify_cq(iface->send_cq, 0) != 0) ||
-        (ibv_req_notify_cq(iface->conn.cq, 0) != 0)) {
+        (ibv_req_notify_cq(iface->send_cq, 0) != 0)) {
         ucs_error("ibv_req_notify_cq() failed: %m");
         return UCS_ERR_IO_ERROR;
     }
@@ -624,11 +649,10 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
 
     /* A completion that arrived after the last progress and before arming
      * raises no event; nor does a handshake retry, which only progress
-     * times */
+     * times, or a connected endpoint's backlog, which progress posts */
     if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
         uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
-        uct_rc_share_cq_stash_fill(iface->conn.cq, &iface->conn.stash) ||
-        !ucs_list_is_empty(&iface->conn.connecting)) {
+        uct_rc_share_conn_busy(iface)) {
         return UCS_ERR_BUSY;
     }
 
@@ -729,9 +753,9 @@ static ucs_status_t uct_rc_share_iface_check_config(
     if (config->retry_count > 6) {
         bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 6 (rxe retries "
               "forever at 7)";
-    } else if (config->rnr_retry_count > 6) {
-        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be at most 6 (7 retries "
-              "forever)";
+    } else if ((config->rnr_retry_count != UCS_ULUNITS_AUTO) &&
+               (config->rnr_retry_count > 7)) {
+        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be between 0 and 7";
     } else if ((config->tx_queue_len == 0) || (config->tx_cq_len == 0) ||
                (config->rx_queue_len < UCT_RC_SHARE_RX_BATCH)) {
         bad = "queue lengths must be positive, RX_QUEUE_LEN at least 16";
@@ -784,7 +808,10 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.retry_count        = config->retry_count;
     iface->config.rnr_timeout        = uct_rc_share_encode_rnr_timer(
                                                config->rnr_timeout);
-    iface->config.rnr_retry_count    = config->rnr_retry_count;
+    iface->config.rnr_retry_count    =
+            (config->rnr_retry_count != UCS_ULUNITS_AUTO) ?
+            config->rnr_retry_count :
+            (iface->md->res->mode == UCT_IBSHARE_GROUP_SHARED) ? 6 : 7;
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
@@ -829,14 +856,26 @@ static ucs_status_t uct_rc_share_iface_query_atomics(uct_rc_share_iface_t *iface
     return UCS_OK;
 }
 
+static ucs_mpool_ops_t uct_rc_share_backlog_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_ep_t *ep, *tmp;
 
+    uct_rc_share_conn_async_stop(iface);
     ucs_list_for_each_safe(ep, tmp, &iface->zombie_eps, list) {
         uct_rc_share_ep_zombie_release(ep);
     }
     uct_rc_share_conn_cleanup(iface);
+    if (iface->backlog_mp.data != NULL) {
+        ucs_mpool_cleanup(&iface->backlog_mp, 1);
+    }
     if (iface->srq != NULL) {
         ibv_destroy_srq(iface->srq);
     }
@@ -891,6 +930,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
     ucs_list_head_init(&self->zombie_eps);
+    ucs_list_head_init(&self->draining);
+    uct_iface_set_async_event_params(params, &self->async_event_cb,
+                                     &self->async_event_arg);
     ucs_list_head_init(&self->conn.connecting);
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);
@@ -1000,7 +1042,22 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    status = ucs_mpool_init(&self->backlog_mp, 0,
+                            sizeof(uct_rc_share_backlog_op_t) +
+                            self->config.max_inline, 0, sizeof(uint64_t), 16,
+                            UINT_MAX, &uct_rc_share_backlog_mpool_ops,
+                            "rc_share_backlog");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
     status = uct_rc_share_conn_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    /* Last: from here the async context may answer handshakes */
+    status = uct_rc_share_conn_async_start(self);
     if (status != UCS_OK) {
         goto err;
     }
