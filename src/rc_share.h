@@ -25,6 +25,20 @@
 #define UCT_RC_SHARE_TL_NAME      "rc_share"
 #define UCT_RC_SHARE_MAX_SEND_SGE 4   /* scatter entries of a send request */
 
+/*
+ * Immediate data of a send: the AM id, and the flow control flags. A
+ * sender asks for credits (soft, then hard request) as its window shrinks;
+ * the receiver answers on the passive QP the request came on with a pure
+ * grant, a zero-length send that restores the sender's window.
+ */
+#define UCT_RC_SHARE_IMM_AM_MASK       0xffu
+#define UCT_RC_SHARE_IMM_FC_SOFT_REQ   UCS_BIT(8)
+#define UCT_RC_SHARE_IMM_FC_HARD_REQ   UCS_BIT(9)
+#define UCT_RC_SHARE_IMM_FC_PURE_GRANT UCS_BIT(10)
+#define UCT_RC_SHARE_IMM_FC_MASK       (UCT_RC_SHARE_IMM_FC_SOFT_REQ | \
+                                        UCT_RC_SHARE_IMM_FC_HARD_REQ | \
+                                        UCT_RC_SHARE_IMM_FC_PURE_GRANT)
+
 
 typedef struct uct_rc_share_iface_config {
     uct_iface_config_t        super;
@@ -45,6 +59,10 @@ typedef struct uct_rc_share_iface_config {
     unsigned                  max_rd_atomic;
     double                    conn_timeout; /* handshake: give up after */
     double                    conn_retry;   /* handshake: resend after */
+    int                       fc_enable;
+    unsigned                  fc_wnd_size;
+    double                    fc_soft_thresh;
+    double                    fc_hard_thresh;
 } uct_rc_share_iface_config_t;
 
 
@@ -113,6 +131,8 @@ typedef struct uct_rc_share_rx_desc {
 /* The target side of a connection: a QP that only responds */
 typedef struct uct_rc_share_passive {
     ucs_list_link_t           list;
+    ucs_list_link_t           owed;         /* conn.grants_owed */
+    int                       grant_owed;
     struct ibv_qp             *qp;
     struct ibv_ah             *ah;          /* to answer the requester */
     uint64_t                  src_iface_id;
@@ -198,6 +218,10 @@ typedef struct uct_rc_share_iface {
         uct_worker_cb_id_t    ready_prog_id;
         ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
         ucs_list_link_t       retired_ahs;  /* freed when the UD sends end */
+        struct ibv_cq         *grant_cq;    /* sends of the passive QPs */
+        unsigned              grants_in_flight;
+        ucs_list_link_t       grants_owed;  /* passives whose grant waits
+                                               for grant_cq room */
         uct_ibshare_buf_t     bufs;         /* rx_bufs, then tx_buf */
         void                  *rx_bufs;
         unsigned              rx_count;
@@ -228,6 +252,10 @@ typedef struct uct_rc_share_iface {
         uint8_t               max_rd_atomic;
         ucs_time_t            conn_timeout;
         ucs_time_t            conn_retry;
+        int                   fc_enabled;
+        int                   fc_wnd_size;
+        int                   fc_soft_thresh; /* window left: soft request */
+        int                   fc_hard_thresh; /* ... hard request */
     } config;
 
     uct_rc_share_counters_t   counters;
@@ -286,6 +314,8 @@ typedef struct uct_rc_share_ep {
     uct_rc_share_ep_state_t   state;
     ucs_status_t              fail_status;
     int                       sq_available;
+    int                       fc_wnd;       /* AMs the receiver takes
+                                               before it grants more */
     int                       fence;        /* next WR waits for RDMA reads */
     uint64_t                  tx_posted;    /* sequence number of the last WR */
     uint64_t                  tx_completed; /* ... of the last one done */
@@ -419,6 +449,7 @@ int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep);
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_qp_ready(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_fc_grant(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_zombie_release(uct_rc_share_ep_t *ep);
 ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(

@@ -21,6 +21,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
 #define UCT_RC_SHARE_PSN_MASK       0xffffffu
 #define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
+#define UCT_RC_SHARE_GRANT_CQ_LEN   256
 
 
 ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
@@ -118,6 +120,7 @@ void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
 }
 
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_cq *send_cq,
                                     struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr init_attr;
@@ -126,6 +129,7 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     int ret;
 
     uct_rc_share_qp_init_attr(iface, &init_attr);
+    init_attr.send_cq = send_cq;
 
     qp = ibv_create_qp(iface->md->pd, &init_attr);
     if (qp == NULL) {
@@ -372,7 +376,17 @@ ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
     iface->conn.next_conn_id = 1;
 
     ucs_list_head_init(&iface->conn.ready);
+    ucs_list_head_init(&iface->conn.grants_owed);
     iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL;
+
+    iface->conn.grant_cq = ibv_create_cq(iface->md->context,
+                                         UCT_RC_SHARE_GRANT_CQ_LEN, NULL, NULL,
+                                         0);
+    if (iface->conn.grant_cq == NULL) {
+        ucs_error("%s: ibv_create_cq(grants, %d) failed: %m",
+                  uct_rc_share_dev_name(iface), UCT_RC_SHARE_GRANT_CQ_LEN);
+        return UCS_ERR_NO_RESOURCE;
+    }
 
     iface->conn.channel = ibv_create_comp_channel(iface->md->context);
     if (iface->conn.channel == NULL) {
@@ -432,6 +446,9 @@ static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
                                          uct_rc_share_passive_t *passive)
 {
     ucs_list_del(&passive->list);
+    if (passive->grant_owed) {
+        ucs_list_del(&passive->owed);
+    }
     if (ibv_destroy_qp(passive->qp) != 0) {
         ucs_warn("ibv_destroy_qp(passive RC QP) failed: %m");
     }
@@ -458,6 +475,10 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
     }
     if (iface->conn.channel != NULL) {
         ibv_destroy_comp_channel(iface->conn.channel);
+    }
+    /* After the passive QPs that send on it */
+    if (iface->conn.grant_cq != NULL) {
+        ibv_destroy_cq(iface->conn.grant_cq);
     }
     if (iface->conn.rx_bufs != NULL) {
         uct_ibshare_resources_buf_free(iface->md->res, &iface->conn.bufs);
@@ -708,7 +729,10 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
         return;
     }
 
-    status = uct_rc_share_qp_create(iface, &passive->qp);
+    /* Its only sends are grants, on a CQ of their own: the data path's
+     * send CQ accounting knows nothing of them */
+    status = uct_rc_share_qp_create(iface, iface->conn.grant_cq,
+                                    &passive->qp);
     if (status == UCS_OK) {
         status = uct_rc_share_qp_connect(iface, passive->qp, &msg->dev,
                                          msg->rc_qpn, msg->psn, passive->psn,
@@ -922,4 +946,101 @@ int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface)
            !ucs_list_is_empty(&iface->conn.ready);
     UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
     return busy || !ucs_list_is_empty(&iface->draining);
+}
+
+/* ------------------------------------------------------------ grants */
+
+/* Posts a pure grant on the passive QP; returns 0 if grant_cq has no room
+ * for its completion now. The caller holds the async context. */
+static int uct_rc_share_passive_post_grant(uct_rc_share_iface_t *iface,
+                                           uct_rc_share_passive_t *passive)
+{
+    struct ibv_send_wr wr, *bad_wr;
+    int ret;
+
+    if (iface->conn.grants_in_flight >= UCT_RC_SHARE_GRANT_CQ_LEN) {
+        return 0;
+    }
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id      = passive->qp->qp_num;
+    wr.opcode     = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data   = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
+    ret = ibv_post_send(passive->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        /* A passive QP in error: its requester is gone */
+        ucs_diag("%s: grant on passive QP 0x%x not posted: %s",
+                 uct_rc_share_dev_name(iface), passive->qp->qp_num,
+                 strerror(ret));
+        return 1;
+    }
+
+    ++iface->conn.grants_in_flight;
+    return 1;
+}
+
+/* The caller holds the async context */
+static unsigned uct_rc_share_conn_grants_poll(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_passive_t *passive;
+    struct ibv_wc wc[16];
+    int i, n;
+
+    n = ibv_poll_cq(iface->conn.grant_cq, ucs_static_array_size(wc), wc);
+    for (i = 0; i < n; ++i) {
+        --iface->conn.grants_in_flight;
+        if ((wc[i].status != IBV_WC_SUCCESS) &&
+            (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+            ucs_diag("%s: grant on passive QP 0x%x failed: %s",
+                     uct_rc_share_dev_name(iface), (unsigned)wc[i].wr_id,
+                     ibv_wc_status_str(wc[i].status));
+        }
+    }
+
+    while (!ucs_list_is_empty(&iface->conn.grants_owed)) {
+        passive = ucs_list_head(&iface->conn.grants_owed,
+                                uct_rc_share_passive_t, owed);
+        if (!uct_rc_share_passive_post_grant(iface, passive)) {
+            break;
+        }
+        ucs_list_del(&passive->owed);
+        passive->grant_owed = 0;
+    }
+    return (n > 0) ? n : 0;
+}
+
+void uct_rc_share_conn_fc_grant(uct_rc_share_iface_t *iface, uint32_t qp_num)
+{
+    uct_rc_share_passive_t *passive;
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    (void)uct_rc_share_conn_grants_poll(iface);
+    ucs_list_for_each(passive, &iface->conn.passive, list) {
+        if (passive->qp->qp_num != qp_num) {
+            continue;
+        }
+        if (!passive->grant_owed &&
+            !uct_rc_share_passive_post_grant(iface, passive)) {
+            passive->grant_owed = 1;
+            ucs_list_add_tail(&iface->conn.grants_owed, &passive->owed);
+        }
+        break;
+    }
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+unsigned uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface)
+{
+    unsigned count;
+
+    /* Read without the lock: grants owed imply grants in flight */
+    if (ucs_likely(iface->conn.grants_in_flight == 0)) {
+        return 0;
+    }
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    count = uct_rc_share_conn_grants_poll(iface);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+    return count;
 }

@@ -50,8 +50,10 @@ uint32_t uct_rc_share_conn_ud_qpn(const uct_rc_share_iface_t *iface);
 void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
                                struct ibv_qp_init_attr *init_attr);
 
-/* An RC QP on the iface's CQs and SRQ, in INIT state */
+/* An RC QP on the iface's SRQ and receive CQ and on send_cq, in INIT
+ * state */
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_cq *send_cq,
                                     struct ibv_qp **qp_p);
 
 /* Installs the async handler of the handshake (the iface is complete) */
@@ -74,6 +76,13 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep);
 /* Main thread: resends and timeouts of the requests (and, in the async
  * context's poll mode, the messages) */
 unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface);
+
+/* Flow control: grants credits to the requester of the passive QP qp_num
+ * (main thread) */
+void uct_rc_share_conn_fc_grant(uct_rc_share_iface_t *iface, uint32_t qp_num);
+
+/* Completions of the grants; grants that waited for room */
+unsigned uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface);
 
 /* Whether an endpoint of the iface is connecting (for event_arm) */
 int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface);

@@ -99,6 +99,42 @@ uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
         } \
     }
 
+/* Flow control, when the window is down to the soft threshold: the AM
+ * asks for credits (soft, then hard request), and with none left waits */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_fc_request(uct_rc_share_ep_t *ep, uint32_t *fc_flags_p)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    if (!iface->config.fc_enabled) {
+        ep->fc_wnd = INT_MAX;
+        return UCS_OK;
+    }
+
+    if (ep->fc_wnd <= 0) {
+        return UCS_ERR_NO_RESOURCE; /* until the receiver grants */
+    }
+
+    if (ep->fc_wnd == iface->config.fc_soft_thresh) {
+        *fc_flags_p = UCT_RC_SHARE_IMM_FC_SOFT_REQ;
+    } else if (ep->fc_wnd == iface->config.fc_hard_thresh) {
+        *fc_flags_p = UCT_RC_SHARE_IMM_FC_HARD_REQ;
+    }
+    return UCS_OK;
+}
+
+#define UCT_RC_SHARE_EP_CHECK_FC(_ep, _iface, _fc_flags) \
+    { \
+        (_fc_flags) = 0; \
+        if (ucs_unlikely((_ep)->fc_wnd <= (_iface)->config.fc_soft_thresh)) { \
+            ucs_status_t _status = uct_rc_share_ep_fc_request(_ep, \
+                                                              &(_fc_flags)); \
+            if (_status != UCS_OK) { \
+                return _status; \
+            } \
+        } \
+    }
+
 /* Descriptors held by unsignaled WRs come back when a NOP reports them;
  * until one is back, pending requests wait */
 #define UCT_RC_SHARE_GET_TX_DESC(_iface, _desc) \
@@ -354,12 +390,12 @@ uct_rc_share_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
 }
 
 static UCS_F_ALWAYS_INLINE void
-uct_rc_share_wr_am(struct ibv_send_wr *wr, uint8_t id, struct ibv_sge *sge,
-                   int num_sge)
+uct_rc_share_wr_am(struct ibv_send_wr *wr, uint8_t id, uint32_t fc_flags,
+                   struct ibv_sge *sge, int num_sge)
 {
     wr->opcode     = IBV_WR_SEND_WITH_IMM;
     wr->send_flags = 0;
-    wr->imm_data   = htonl(id);
+    wr->imm_data   = htonl(id | fc_flags);
     wr->sg_list    = sge;
     wr->num_sge    = num_sge;
 }
@@ -396,11 +432,13 @@ ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     struct ibv_send_wr wr;
     struct ibv_sge sge[2];
     ucs_status_t status;
+    uint32_t fc_flags;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(sizeof(header) + length, 0, iface->config.max_inline,
                      "am_short");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
 
     sge[0].addr   = (uintptr_t)&header;
     sge[0].length = sizeof(header);
@@ -408,13 +446,14 @@ ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     sge[1].addr   = (uintptr_t)payload;
     sge[1].length = length;
     sge[1].lkey   = 0;
-    uct_rc_share_wr_am(&wr, id, sge, 2);
+    uct_rc_share_wr_am(&wr, id, fc_flags, sge, 2);
     wr.send_flags = IBV_SEND_INLINE;
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, payload,
                        length, "TX: AM_SHORT");
     status = uct_rc_share_ep_post(ep, &wr, 0, 0);
     if (ucs_likely(status == UCS_OK)) {
+        --ep->fc_wnd;
         iface->counters.am_ops++;
         iface->counters.am_bytes += sizeof(header) + length;
     }
@@ -431,10 +470,12 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     ucs_status_t status;
+    uint32_t fc_flags;
     size_t length;
 
     UCT_CHECK_AM_ID(id);
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
     length = pack_cb(desc->data, arg);
@@ -443,7 +484,7 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_am(&wr, id, &sge, 1);
+    uct_rc_share_wr_am(&wr, id, fc_flags, &sge, 1);
     if (length <= iface->config.max_inline) {
         /* The provider copies inline data itself: our address, no IOVA */
         sge.addr      = (uintptr_t)desc->data;
@@ -459,6 +500,7 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
+    --ep->fc_wnd;
     iface->counters.am_ops++;
     iface->counters.am_bytes += length;
     return length;
@@ -476,6 +518,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     uct_rc_share_tx_desc_t *desc;
     struct ibv_send_wr wr;
     ucs_status_t status;
+    uint32_t fc_flags;
     size_t length;
     int num_sge;
 
@@ -486,6 +529,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     length = header_length + uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
     /* The header travels from the descriptor, the payload from user memory */
@@ -495,7 +539,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     sge[0].length = header_length;
     sge[0].lkey   = desc->lkey;
     num_sge       = 1 + uct_rc_share_iov_to_sge(&sge[1], iov, iovcnt);
-    uct_rc_share_wr_am(&wr, id, sge, num_sge);
+    uct_rc_share_wr_am(&wr, id, fc_flags, sge, num_sge);
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, header,
                        header_length, "TX: AM_ZCOPY");
@@ -505,6 +549,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
+    --ep->fc_wnd;
     iface->counters.am_ops++;
     iface->counters.am_bytes += length;
     return UCS_INPROGRESS;
@@ -1008,7 +1053,8 @@ ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
-    if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) && !iface->tx_desc_starved) {
+    if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) &&
+        !iface->tx_desc_starved && (ep->fc_wnd > 0)) {
         return UCS_ERR_BUSY;
     }
 
@@ -1036,8 +1082,9 @@ uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
     if ((iface->tx_cq_available <= 0) || iface->tx_desc_starved) {
         return UCS_ARBITER_CB_RESULT_STOP; /* until a completion */
     }
-    if (ep->sq_available <= 0) {
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    if ((ep->sq_available <= 0) || (ep->fc_wnd <= 0)) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP; /* a completion or a
+                                                       grant reschedules */
     }
 
     ucs_trace_data("progressing pending request %p", req);
@@ -1118,6 +1165,20 @@ void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
+}
+
+/* The receiver granted credits: a full window again */
+void uct_rc_share_ep_fc_grant(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    int fc_wnd                  = ep->fc_wnd;
+
+    ep->fc_wnd = iface->config.fc_wnd_size;
+    if ((fc_wnd <= 0) && (ep->state == UCT_RC_SHARE_EP_CONNECTED)) {
+        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+        ucs_arbiter_dispatch(&iface->arbiter, 1,
+                             uct_rc_share_ep_process_pending, NULL);
+    }
 }
 
 /* The QP of a connecting endpoint is up (the main thread learns it from
@@ -1216,6 +1277,8 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
     self->sq_available = iface->config.tx_qp_len -
                          (iface->config.tx_moderation > 0);
     self->state        = UCT_RC_SHARE_EP_CONNECTING;
+    self->fc_wnd       = iface->config.fc_enabled ?
+                         iface->config.fc_wnd_size : INT_MAX;
     self->tx_ops_mask  = ucs_roundup_pow2(iface->config.tx_qp_len) - 1;
     ucs_queue_head_init(&self->flush_reqs);
     ucs_queue_head_init(&self->backlog);
@@ -1229,7 +1292,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_rc_share_qp_create(iface, &self->qp);
+    status = uct_rc_share_qp_create(iface, iface->send_cq, &self->qp);
     if (status != UCS_OK) {
         goto err_free_ops;
     }

@@ -123,6 +123,31 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, conn_timeout),
      UCS_CONFIG_TYPE_TIME},
 
+    {"FC_ENABLE", "y",
+     "Credit-based flow control of active messages (like UCX's RC\n"
+     "transports): a sender keeps at most FC_WND_SIZE messages ahead of what\n"
+     "the receiver has processed; the receiver grants more on the QP the\n"
+     "request came on.",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_enable),
+     UCS_CONFIG_TYPE_BOOL},
+
+    {"FC_WND_SIZE", "512",
+     "Flow control window: active messages an endpoint sends without a\n"
+     "grant from the receiver (1-32767).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_wnd_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"FC_SOFT_THRESH", "0.5",
+     "Part of the window left when a sender asks for credits, with its\n"
+     "message (above FC_HARD_THRESH, below 1).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_soft_thresh),
+     UCS_CONFIG_TYPE_DOUBLE},
+
+    {"FC_HARD_THRESH", "0.25",
+     "Part of the window left when a sender asks again (above 0).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_hard_thresh),
+     UCS_CONFIG_TYPE_DOUBLE},
+
     {"CONN_RETRY", "100ms",
      "Interval at which an unanswered connection request is sent again\n"
      "(the handshake runs over unreliable datagrams).",
@@ -461,12 +486,39 @@ static void uct_rc_share_iface_refill_rx(uct_rc_share_iface_t *iface)
     }
 }
 
+/*
+ * Flow control flags of a received message. A pure grant (returns 1: no
+ * AM) restores the window of the endpoint whose QP it came on; a request
+ * for credits is granted on the passive QP it came on (returns 0: the AM
+ * goes on). Once per half window of a sender: the lookups walk lists.
+ */
+static UCS_F_NOINLINE int
+uct_rc_share_iface_fc_rx(uct_rc_share_iface_t *iface, const struct ibv_wc *wc,
+                         uint32_t imm)
+{
+    uct_rc_share_ep_t *ep;
+
+    if (imm & UCT_RC_SHARE_IMM_FC_PURE_GRANT) {
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            if (ep->qp->qp_num == wc->qp_num) {
+                uct_rc_share_ep_fc_grant(ep);
+                break;
+            }
+        }
+        return 1;
+    }
+
+    uct_rc_share_conn_fc_grant(iface, wc->qp_num);
+    return 0;
+}
+
 static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
     uct_rc_share_rx_desc_t *desc;
     ucs_status_t status;
     void *payload;
+    uint32_t imm;
     uint8_t am_id;
     int i, n;
 
@@ -490,8 +542,15 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
             continue;
         }
 
+        imm = ntohl(wc[i].imm_data);
+        if (ucs_unlikely(imm & UCT_RC_SHARE_IMM_FC_MASK) &&
+            uct_rc_share_iface_fc_rx(iface, &wc[i], imm)) {
+            ucs_mpool_put_inline(desc); /* a pure grant */
+            continue;
+        }
+
         payload = UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_payload_offset);
-        am_id   = ntohl(wc[i].imm_data);
+        am_id   = imm & UCT_RC_SHARE_IMM_AM_MASK;
         iface->counters.rx_ops++;
         iface->counters.rx_bytes += wc[i].byte_len;
         uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
@@ -607,6 +666,7 @@ static unsigned uct_rc_share_iface_progress(uct_iface_h tl_iface)
     count  = uct_rc_share_iface_poll_rx(iface);
     count += uct_rc_share_iface_poll_tx(iface);
     count += uct_rc_share_conn_progress(iface);
+    count += uct_rc_share_conn_grants_progress(iface);
     return count;
 }
 
@@ -766,6 +826,14 @@ static ucs_status_t uct_rc_share_iface_check_config(
         bad = "UCX_RC_SHARE_MAX_RD_ATOMIC must be between 1 and 16";
     } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0)) {
         bad = "UCX_RC_SHARE_CONN_TIMEOUT and CONN_RETRY must be positive";
+    } else if ((config->fc_wnd_size == 0) ||
+               (config->fc_wnd_size > INT16_MAX)) {
+        bad = "UCX_RC_SHARE_FC_WND_SIZE must be between 1 and 32767";
+    } else if (!((config->fc_hard_thresh > 0) &&
+                 (config->fc_hard_thresh < config->fc_soft_thresh) &&
+                 (config->fc_soft_thresh < 1))) {
+        bad = "UCX_RC_SHARE_FC_HARD_THRESH and FC_SOFT_THRESH must satisfy "
+              "0 < FC_HARD_THRESH < FC_SOFT_THRESH < 1";
     }
 
     if (bad != NULL) {
@@ -815,6 +883,12 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
+    iface->config.fc_enabled         = config->fc_enable;
+    iface->config.fc_wnd_size        = config->fc_wnd_size;
+    iface->config.fc_soft_thresh     = ucs_max((int)(config->fc_soft_thresh *
+                                                     config->fc_wnd_size), 1);
+    iface->config.fc_hard_thresh     = ucs_max((int)(config->fc_hard_thresh *
+                                                     config->fc_wnd_size), 1);
     return UCS_OK;
 }
 
