@@ -667,6 +667,10 @@ static unsigned uct_rc_share_iface_progress(uct_iface_h tl_iface)
     count += uct_rc_share_iface_poll_tx(iface);
     count += uct_rc_share_conn_progress(iface);
     count += uct_rc_share_conn_grants_progress(iface);
+    /* A handshake event that came while the async context was blocked
+     * waits in its missed queue, and only this runs it: UCP does it in its
+     * progress, a plain UCT user (ucx_perftest) may not */
+    ucs_async_check_miss(iface->super.worker->async);
     return count;
 }
 
