@@ -316,7 +316,9 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                             UCT_IFACE_FLAG_EVENT_RECV |
-                            UCT_IFACE_FLAG_EVENT_FD;
+                            UCT_IFACE_FLAG_EVENT_FD |
+                            UCT_IFACE_FLAG_EVENT_ASYNC_CB; /* a connection
+                                                              completed */
 
     if (iface->has_atomics) {
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;

@@ -31,6 +31,6 @@ check "rank 0: PASS (every byte arrived, the answer came)" \
 elapsed=$(sed -n 's/.*came after \([0-9]*\)\..*/\1/p' "$tmpdir/out")
 check "the answer came after rank 1's $compute_s s of computing\
  (${elapsed:-?} s)" test "${elapsed:-0}" -ge "$compute_s"
-check "no UCX error or warning, no timeout" \
-    sh -c "! grep -qiE 'UCX +(ERROR|WARN)|timeout|show_help' '$tmpdir/out'"
+check "no UCX error or warning, no timeout, no crash" \
+    sh -c "! grep -qiE 'UCX +(ERROR|WARN)|timeout|show_help|Assertion|received signal' '$tmpdir/out'"
 finish
