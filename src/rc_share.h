@@ -198,8 +198,6 @@ typedef struct uct_rc_share_iface {
     ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
     ucs_list_link_t           draining;     /* eps posting their backlog
                                                (conn_list) */
-    uct_async_event_cb_t      async_event_cb; /* wakes a user who sleeps */
-    void                      *async_event_arg;
 
     /*
      * Connection handshake over UD. The UD CQ has a completion channel of

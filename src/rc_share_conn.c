@@ -634,10 +634,6 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
                     uct_rc_share_conn_ready_progress, iface,
                     UCS_CALLBACKQ_FLAG_ONESHOT);
         }
-        if (iface->async_event_cb != NULL) {
-            /* A user asleep on the event fd comes to progress */
-            iface->async_event_cb(iface->async_event_arg, 0);
-        }
         ucs_debug("ep %p: QP 0x%x connected to 0x%x: %s", ep, ep->qp->qp_num,
                   msg->rc_qpn, ucs_status_string(status));
         return;

@@ -316,9 +316,7 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                             UCT_IFACE_FLAG_EVENT_RECV |
-                            UCT_IFACE_FLAG_EVENT_FD |
-                            UCT_IFACE_FLAG_EVENT_ASYNC_CB; /* a connection
-                                                              completed */
+                            UCT_IFACE_FLAG_EVENT_FD;
 
     if (iface->has_atomics) {
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
@@ -1011,8 +1009,6 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->ep_list);
     ucs_list_head_init(&self->zombie_eps);
     ucs_list_head_init(&self->draining);
-    uct_iface_set_async_event_params(params, &self->async_event_cb,
-                                     &self->async_event_arg);
     ucs_list_head_init(&self->conn.connecting);
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);
