@@ -2,24 +2,37 @@
 # A peer that dies is reported to UCP as an error, not a hang: UCP-level
 # ucx_perftest with error handling (-e) and keepalive over rc_share alone;
 # the server is killed (SIGKILL) mid-run; the client's error handler must
-# report the endpoint failure within 40 s. (ucx_perftest itself keeps
-# waiting after that, so the client is stopped by a timeout.)
+# report the endpoint failure within 40 s of the kill. (ucx_perftest itself
+# keeps waiting after that, so the client is stopped then.)
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 in_guest --timeout 200 sh -c '
     out=$1
     export LD_PRELOAD=$IBSHARE_MODULE UCX_TLS=rc_share,self \
            UCX_NET_DEVICES=rxe0:1 UCX_KEEPALIVE_INTERVAL=1s
+    # until CMD succeeds, at most 60 s: a loaded host slows the guest down,
+    # and a fixed sleep would kill the server before the pair even started
+    wait_until() {
+        n=0
+        until "$@" || [ $n -ge 120 ]; do sleep 0.5; n=$((n + 1)); done
+    }
     ucx_perftest -p 14101 -t tag_lat -e -n 100000000 -w 10 > "$out/srv" 2>&1 &
     srv=$!
-    sleep 2
-    timeout 45 ucx_perftest 127.0.0.1 -p 14101 -t tag_lat -e -n 100000000 \
+    wait_until sh -c "ss -ltn | grep -q :14101"
+    ucx_perftest 127.0.0.1 -p 14101 -t tag_lat -e -n 100000000 \
         -w 10 > "$out/cli" 2>&1 &
     cli=$!
-    sleep 5
+    wait_until grep -q "^\[thread 0\]" "$out/cli"
     kill -0 "$srv" && echo running > "$out/srv.alive"
     kill -9 "$srv"
-    date +%s > "$out/killed"
+    # The error handler must report the dead peer within 40 s of the kill
+    killed=$(date +%s)
+    n=0
+    until grep -q "error handler" "$out/cli" || [ $n -ge 80 ]; do
+        sleep 0.5; n=$((n + 1))
+    done
+    echo $(($(date +%s) - killed)) > "$out/report_s"
+    kill "$cli" 2>/dev/null
     wait "$cli"
     echo $? > "$out/cli.rc"
 ' sh "$tmpdir"
@@ -28,6 +41,7 @@ check "guest ran" test $? -eq 0
 check "the server was running when it was killed" test -s "$tmpdir/srv.alive"
 check "the client made progress before" grep -q "^\[thread 0\]" "$tmpdir/cli"
 grep "error handler" "$tmpdir/cli"
+echo "reported $(cat "$tmpdir/report_s" 2>/dev/null) s after the kill"
 check "the client's error handler reported the dead peer" \
       grep -qE "error handler called with status .*(Endpoint timeout|Connection reset)" \
       "$tmpdir/cli"
