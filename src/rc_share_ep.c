@@ -1161,6 +1161,11 @@ void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
 
     ucs_list_del(&ep->conn_list);
     ep->state = UCT_RC_SHARE_EP_CONNECTED;
+    if (!ucs_queue_is_empty(&ep->flush_reqs)) {
+        /* A flush issued while connecting waits for these WRs: a NOP
+         * reports the unsignaled ones */
+        (void)uct_rc_share_ep_report_tail(ep);
+    }
     uct_rc_share_ep_flush_reqs_progress(ep);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,

@@ -525,6 +525,12 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
     n = uct_rc_share_cq_poll(iface->recv_cq, &iface->recv_stash,
                              UCT_RC_SHARE_POLL_BATCH, wc);
     if (n <= 0) {
+        if (ucs_unlikely(iface->rx_to_post >= UCT_RC_SHARE_RX_BATCH)) {
+            /* Buffers the user kept came back: with the receive queue
+             * empty, senders wait in RNR retries and nothing arrives that
+             * would repost them */
+            uct_rc_share_iface_refill_rx(iface);
+        }
         return 0;
     }
 

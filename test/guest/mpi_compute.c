@@ -2,7 +2,8 @@
  * A rank that computes without calling MPI while another's first messages
  * to it are in flight: rank 1 spins for COMPUTE_S seconds, making no MPI
  * call, while rank 0 sends it an 8-byte (eager) and a 1 MiB (rendezvous)
- * message, the first traffic between them, and waits for its answer. Then
+ * message, the first traffic between them (rank 0 first waits 5 s, so that
+ * rank 1 has left MPI_Init and its progress), and waits for its answer. Then
  * rank 1 receives both, checks every byte and answers. Over a transport
  * whose target answers connection requests only from progress, rank 0's
  * endpoint would give up after its connection timeout.
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 
 #define BIG_LENGTH (1 << 20)
@@ -62,6 +64,9 @@ int main(int argc, char **argv)
     if (rank == 0) {
         for (i = 0; i < BIG_LENGTH; ++i) {
             big[i] = pattern(i);
+        }
+        while (now() - start < 5.0) {
+            usleep(10000);
         }
         MPI_Isend(&small, 1, MPI_UINT64_T, 1, 1, MPI_COMM_WORLD, &reqs[0]);
         MPI_Isend(big, BIG_LENGTH, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &reqs[1]);

@@ -2,8 +2,11 @@
 # An Open MPI job over rc_share alone where rank 1 computes for 60 s without
 # calling MPI while rank 0's first messages to it (eager and rendezvous) are
 # in flight (test/guest/mpi_compute.c): the job completes, every byte
-# arrives, and nothing fails or warns (rc_share's connection timeout is
-# 30 s: a target must answer the handshake without progress).
+# arrives, and nothing fails or warns. mpi_add_procs_cutoff 0 makes Open MPI
+# create its UCX endpoints at the first message instead of in MPI_Init, so
+# the connection itself is made while rank 1 computes: rc_share's connection
+# timeout is 30 s, and the target must answer the handshake without
+# progress (a transport that answers only from progress fails here).
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 compute_s=60
@@ -18,6 +21,7 @@ check "mpi_compute is built (mpicc)" test -x "$prog"
 in_guest --mem 2G --timeout 600 sh -c '
     timeout 400 mpirun --allow-run-as-root --oversubscribe -np 2 \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca mpi_add_procs_cutoff 0 \
         -x LD_PRELOAD="$IBSHARE_MODULE" -x UCX_TLS=rc_share,self \
         -x UCX_NET_DEVICES=rxe0:1 "$2" "$3" > "$1/out" 2>&1
     echo $? > "$1/rc"
