@@ -2,8 +2,9 @@
 # Incast (test/guest/incast.c): 32 rc_share senders, 32 active messages
 # each, to one receiver with the default receive queue (256 buffers) that
 # calls no progress for its first 3 s: every message arrives once and no
-# endpoint fails (receiver-not-ready retries are infinite by default, the
-# handshake is answered without progress). Control: with
+# endpoint fails (receiver-not-ready retries are infinite by default). The
+# connection timeout is cut to 2 s: the receiver must answer the handshakes
+# from its async context, without progress. Control: with
 # UCX_RC_SHARE_RNR_RETRY_COUNT=6 the same run fails endpoints, which shows
 # that the test sees what it guards against.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
@@ -11,7 +12,7 @@
 prog=$IBSHARE_BUILDDIR/test/guest/incast
 in_guest --mem 3G --timeout 900 sh -c '
     export LD_PRELOAD=$IBSHARE_MODULE
-    "$2" rxe0:1 32 32 3 > "$1/default" 2>&1
+    UCX_RC_SHARE_CONN_TIMEOUT=2s "$2" rxe0:1 32 32 3 > "$1/default" 2>&1
     echo $? > "$1/default.rc"
     UCX_RC_SHARE_RNR_RETRY_COUNT=6 "$2" rxe0:1 32 32 3 > "$1/rnr6" 2>&1
     echo $? > "$1/rnr6.rc"
