@@ -1015,6 +1015,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->ep_list);
     ucs_list_head_init(&self->zombie_eps);
     ucs_list_head_init(&self->draining);
+    self->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* 0 is an id */
     ucs_list_head_init(&self->conn.connecting);
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);

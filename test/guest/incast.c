@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 {
     uct_md_config_t *md_config;
     node_t *senders, receiver;
-    unsigned num_senders, i, sent = 0, flushed, failed, count;
+    unsigned num_senders, i, sent = 0, abandoned = 0, flushed, failed, count;
     uct_component_h component;
     double start, delay, end, idle_since;
     ucs_status_t status;
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
     /* Everyone sends; the receiver calls no progress for DELAY seconds */
     start = now();
     end   = start + DEADLINE_S;
-    while ((sent < num_senders * num_messages) && (now() < end)) {
+    while ((sent + abandoned < num_senders * num_messages) && (now() < end)) {
         for (i = 0; i < num_senders; ++i) {
             if (senders[i].sent == num_messages) {
                 continue;
@@ -259,6 +259,7 @@ int main(int argc, char **argv)
             } else if (len != UCS_ERR_NO_RESOURCE) {
                 fprintf(stderr, "incast: sender %u: am_bcopy: %s\n", i,
                         ucs_status_string((ucs_status_t)len));
+                abandoned += num_messages - senders[i].sent;
                 senders[i].sent = num_messages; /* gives up */
             }
             uct_worker_progress(senders[i].worker);
