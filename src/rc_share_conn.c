@@ -35,6 +35,9 @@
 #define UCT_RC_SHARE_PSN_MASK       0xffffffu
 #define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
 #define UCT_RC_SHARE_GRANT_CQ_LEN   256
+#define UCT_RC_SHARE_PASSIVE_SQ_LEN 16   /* a passive QP sends only grants;
+                                            one refused finds others in
+                                            flight */
 
 
 ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
@@ -121,6 +124,7 @@ void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
 
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
                                     struct ibv_cq *send_cq,
+                                    unsigned max_send_wr,
                                     struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr init_attr;
@@ -129,7 +133,8 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     int ret;
 
     uct_rc_share_qp_init_attr(iface, &init_attr);
-    init_attr.send_cq = send_cq;
+    init_attr.send_cq         = send_cq;
+    init_attr.cap.max_send_wr = max_send_wr;
 
     qp = ibv_create_qp(iface->md->pd, &init_attr);
     if (qp == NULL) {
@@ -609,6 +614,27 @@ static unsigned uct_rc_share_conn_ready_progress(void *arg)
     return count;
 }
 
+/*
+ * The target of ep answered: it lives. Its other requests wait for a busy
+ * target (thousands of handshakes at once, a slow host), not a gone one:
+ * their deadlines start again, so that the timeout fires only for a
+ * target that stopped answering.
+ */
+static void uct_rc_share_conn_target_alive(uct_rc_share_iface_t *iface,
+                                           const uct_rc_share_ep_t *ep)
+{
+    ucs_time_t deadline = ucs_get_time() + iface->config.conn_timeout;
+    uct_rc_share_ep_t *other;
+
+    ucs_list_for_each(other, &iface->conn.connecting, conn_list) {
+        if ((other->remote_ud_qpn == ep->remote_ud_qpn) &&
+            !memcmp(&other->remote_dev.gid, &ep->remote_dev.gid,
+                    sizeof(ep->remote_dev.gid))) {
+            other->conn_deadline = deadline;
+        }
+    }
+}
+
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
                                          const uct_rc_share_conn_msg_t *msg)
 {
@@ -636,6 +662,7 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
         }
         ucs_debug("ep %p: QP 0x%x connected to 0x%x: %s", ep, ep->qp->qp_num,
                   msg->rc_qpn, ucs_status_string(status));
+        uct_rc_share_conn_target_alive(iface, ep);
         return;
     }
     /* A duplicate reply of a connection made already: nothing to do */
@@ -728,7 +755,7 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
     /* Its only sends are grants, on a CQ of their own: the data path's
      * send CQ accounting knows nothing of them */
     status = uct_rc_share_qp_create(iface, iface->conn.grant_cq,
-                                    &passive->qp);
+                                    UCT_RC_SHARE_PASSIVE_SQ_LEN, &passive->qp);
     if (status == UCS_OK) {
         status = uct_rc_share_qp_connect(iface, passive->qp, &msg->dev,
                                          msg->rc_qpn, msg->psn, passive->psn,

@@ -54,6 +54,7 @@ void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
  * state */
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
                                     struct ibv_cq *send_cq,
+                                    unsigned max_send_wr,
                                     struct ibv_qp **qp_p);
 
 /* Installs the async handler of the handshake (the iface is complete) */

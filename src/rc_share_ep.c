@@ -1297,7 +1297,8 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_rc_share_qp_create(iface, iface->send_cq, &self->qp);
+    status = uct_rc_share_qp_create(iface, iface->send_cq,
+                                    iface->config.tx_qp_len, &self->qp);
     if (status != UCS_OK) {
         goto err_free_ops;
     }
