@@ -269,7 +269,7 @@ static ucs_status_t uct_ibshare_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     int pool             = (md->share.mode != UCT_IBSHARE_MODE_PRIVATE);
 
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY |
+                                 UCT_MD_FLAG_NEED_RKEY | UCT_MD_FLAG_ADVISE |
                                  (pool ? UCT_MD_FLAG_ALLOC : 0);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types  = pool ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
@@ -474,6 +474,19 @@ static void uct_ibshare_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
+/* Every registration is pinned (no on-demand paging): the memory is there
+ * already, which is all that UCT_MADV_WILLNEED asks */
+static ucs_status_t uct_ibshare_mem_advise(uct_md_h uct_md, uct_mem_h memh,
+                                           void *addr, size_t length,
+                                           unsigned advice)
+{
+    if (advice != UCT_MADV_WILLNEED) {
+        ucs_error("ibshare: memory advice %u is not supported", advice);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
 static uct_md_ops_t uct_ibshare_md_ops = {
     .close                  = uct_ibshare_md_close,
     .query                  = uct_ibshare_md_query,
@@ -481,6 +494,7 @@ static uct_md_ops_t uct_ibshare_md_ops = {
     .mem_free               = uct_ibshare_mem_free,
     .mem_reg                = uct_ibshare_mem_reg,
     .mem_dereg              = uct_ibshare_mem_dereg,
+    .mem_advise             = uct_ibshare_mem_advise,
     .mkey_pack              = uct_ibshare_mkey_pack,
     .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
     .detect_memory_type     = ucs_empty_function_return_unsupported,
