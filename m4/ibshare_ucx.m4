@@ -75,6 +75,11 @@ AC_DEFUN([IBSHARE_UCX_API_CHECKS], [
     IBSHARE_UCX_CHECK([IBSHARE_UCX_RCACHE_MERGE],
         [rcache ops have merge],
         [ucs_rcache_ops_t ops = {.merge = NULL}; (void)ops;])
+    IBSHARE_UCX_CHECK([IBSHARE_UCX_CALLBACKQ_ONESHOT_KEY],
+        [callback queues take oneshot callbacks by key],
+        [SAME_TYPE(__typeof__(&ucs_callbackq_add_oneshot),
+                   void (*)(ucs_callbackq_t*, ucs_callbackq_key_t,
+                            ucs_callback_t, void*));])
     IBSHARE_UCX_CHECK([IBSHARE_UCX_MPOOL_PARAMS],
         [ucs_mpool_init takes ucs_mpool_params_t],
         [ucs_mpool_params_t p; ucs_mpool_params_reset(&p);])

@@ -262,7 +262,7 @@ static ucs_status_t uct_ibshare_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     int pool             = (md->share.mode != UCT_IBSHARE_MODE_PRIVATE);
 
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                 UCT_MD_FLAG_NEED_RKEY |
+                                 UCT_MD_FLAG_NEED_RKEY | UCT_MD_FLAG_ADVISE |
                                  (pool ? UCT_MD_FLAG_ALLOC : 0);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types  = pool ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
@@ -468,6 +468,19 @@ static void uct_ibshare_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
+/* Every registration is pinned (no on-demand paging): the memory is there
+ * already, which is all that UCT_MADV_WILLNEED asks */
+static ucs_status_t uct_ibshare_mem_advise(uct_md_h uct_md, uct_mem_h memh,
+                                           void *addr, size_t length,
+                                           unsigned advice)
+{
+    if (advice != UCT_MADV_WILLNEED) {
+        ucs_error("ibshare: memory advice %u is not supported", advice);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
 UCT_IBSHARE_MD_OPS_ADAPT(uct_ibshare_md_query, uct_ibshare_mem_alloc,
                          uct_ibshare_mem_reg, uct_ibshare_mkey_pack)
 
@@ -478,6 +491,7 @@ static uct_md_ops_t uct_ibshare_md_ops = {
     .mem_free               = uct_ibshare_mem_free,
     .mem_reg                = UCT_IBSHARE_OP(uct_ibshare_mem_reg),
     .mem_dereg              = uct_ibshare_mem_dereg,
+    .mem_advise             = uct_ibshare_mem_advise,
     .mkey_pack              = UCT_IBSHARE_OP(uct_ibshare_mkey_pack),
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)
                                       ucs_empty_function_return_unsupported,

@@ -62,16 +62,26 @@ typedef struct uct_ibshare_rkey {
 } uct_ibshare_rkey_t;
 
 
-static UCS_F_ALWAYS_INLINE uint32_t uct_ibshare_rkey_key(uct_rkey_t rkey)
+/*
+ * The remote address and key a work request carries for the peer's virtual
+ * address. UCT_INVALID_RKEY and 0 name no key ((rkey + 1) <= 1 catches
+ * both), and a zero-length request may come with either: then key 0 goes
+ * out, which grants no access, and the key is never dereferenced.
+ */
+static UCS_F_ALWAYS_INLINE void
+uct_ibshare_rkey_resolve(uct_rkey_t rkey, uint64_t remote_addr, size_t length,
+                         uint64_t *iova_p, uint32_t *key_p)
 {
-    return ((const uct_ibshare_rkey_t*)rkey)->rkey;
-}
+    const uct_ibshare_rkey_t *key = (const uct_ibshare_rkey_t*)rkey;
 
-/* The IOVA a work request must carry for the peer's virtual address */
-static UCS_F_ALWAYS_INLINE uint64_t
-uct_ibshare_rkey_iova(uct_rkey_t rkey, uint64_t remote_addr)
-{
-    return remote_addr - ((const uct_ibshare_rkey_t*)rkey)->va_offset;
+    if (ucs_unlikely((length == 0) || ((uct_rkey_t)(rkey + 1) <= 1))) {
+        *iova_p = remote_addr;
+        *key_p  = 0;
+        return;
+    }
+
+    *iova_p = remote_addr - key->va_offset;
+    *key_p  = key->rkey;
 }
 
 

@@ -72,12 +72,14 @@ typedef struct uct_ibshare_resources {
     size_t                    keys_length;
     uct_ibshare_slice_t       slice;
     int                       has_slice;
-    int                       slice_full_warned;
 
     struct {
         uint64_t              regs_done;      /* ibv_reg_mr* calls */
         uint64_t              regs_avoided;   /* mem_reg served by pool keys */
         uint64_t              mrs_held;
+        uint64_t              slice_overflows; /* buffers registered apart
+                                                  because the slice was
+                                                  full */
     } counters;
 } uct_ibshare_resources_t;
 

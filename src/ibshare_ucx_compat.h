@@ -325,6 +325,43 @@ uct_ibshare_ucx_config_fill_opts(void *opts, ucs_config_field_t *fields,
 #endif
 }
 
+#if IBSHARE_UCX_CALLBACKQ_ONESHOT_KEY
+static int uct_ibshare_ucx_callbackq_any(const ucs_callbackq_elem_t *elem,
+                                         void *arg)
+{
+    return 1;
+}
+#endif
+
+/*
+ * A callback the worker's progress runs once, added from any thread; the id
+ * it returns (never UCS_CALLBACKQ_ID_NULL) removes it before it ran, with
+ * the same arg. UCX 1.22 keys oneshot callbacks by arg instead.
+ */
+static inline int
+uct_ibshare_ucx_callbackq_add_oneshot(ucs_callbackq_t *cbq, ucs_callback_t cb,
+                                      void *arg)
+{
+#if IBSHARE_UCX_CALLBACKQ_ONESHOT_KEY
+    ucs_callbackq_add_oneshot(cbq, arg, cb, arg);
+    return 0;
+#else
+    return ucs_callbackq_add_safe(cbq, cb, arg, UCS_CALLBACKQ_FLAG_ONESHOT);
+#endif
+}
+
+static inline void
+uct_ibshare_ucx_callbackq_remove_oneshot(ucs_callbackq_t *cbq, int id,
+                                         void *arg)
+{
+#if IBSHARE_UCX_CALLBACKQ_ONESHOT_KEY
+    ucs_callbackq_remove_oneshot(cbq, arg, uct_ibshare_ucx_callbackq_any,
+                                 NULL);
+#else
+    ucs_callbackq_remove_safe(cbq, id);
+#endif
+}
+
 /* The registration cache's settings: UCX's table of them, and its type */
 #if IBSHARE_UCX_RCACHE_CONFIG
 typedef ucs_rcache_config_t uct_ibshare_rcache_config_t;

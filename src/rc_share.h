@@ -13,14 +13,31 @@
 #include "ibshare_md.h"
 
 #include <uct/base/uct_iface.h>
+#include <uct/base/uct_worker.h>
+#include <ucs/async/async.h>
 #include <ucs/arch/cpu.h>
 #include <ucs/datastruct/arbiter.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/queue.h>
 
 
 #define UCT_RC_SHARE_TL_NAME      "rc_share"
 #define UCT_RC_SHARE_MAX_SEND_SGE 4   /* scatter entries of a send request */
+
+/*
+ * Immediate data of a send: the AM id, and the flow control flags. A
+ * sender asks for credits (soft, then hard request) as its window shrinks;
+ * the receiver answers on the passive QP the request came on with a pure
+ * grant, a zero-length send that restores the sender's window.
+ */
+#define UCT_RC_SHARE_IMM_AM_MASK       0xffu
+#define UCT_RC_SHARE_IMM_FC_SOFT_REQ   UCS_BIT(8)
+#define UCT_RC_SHARE_IMM_FC_HARD_REQ   UCS_BIT(9)
+#define UCT_RC_SHARE_IMM_FC_PURE_GRANT UCS_BIT(10)
+#define UCT_RC_SHARE_IMM_FC_MASK       (UCT_RC_SHARE_IMM_FC_SOFT_REQ | \
+                                        UCT_RC_SHARE_IMM_FC_HARD_REQ | \
+                                        UCT_RC_SHARE_IMM_FC_PURE_GRANT)
 
 
 typedef struct uct_rc_share_iface_config {
@@ -37,10 +54,15 @@ typedef struct uct_rc_share_iface_config {
     double                    timeout;      /* RC ack timeout */
     unsigned                  retry_count;
     double                    rnr_timeout;
-    unsigned                  rnr_retry_count;
+    unsigned long             rnr_retry_count; /* UCS_ULUNITS_AUTO: by the
+                                                  node group's mode */
     unsigned                  max_rd_atomic;
     double                    conn_timeout; /* handshake: give up after */
     double                    conn_retry;   /* handshake: resend after */
+    int                       fc_enable;
+    unsigned                  fc_wnd_size;
+    double                    fc_soft_thresh;
+    double                    fc_hard_thresh;
 } uct_rc_share_iface_config_t;
 
 
@@ -84,6 +106,22 @@ struct uct_rc_share_tx_desc {
 };
 
 
+/*
+ * An operation issued while its endpoint connects: the work request as it
+ * will be posted, its scatter list (user memory of zero-copy requests, a
+ * descriptor of bcopy ones) or, for inline sends, a copy of their data taken
+ * at call time, since the caller may reuse its buffer once the call returns.
+ */
+typedef struct uct_rc_share_backlog_op {
+    ucs_queue_elem_t          queue;
+    struct ibv_send_wr        wr;
+    struct ibv_sge            sge[UCT_RC_SHARE_MAX_SEND_SGE];
+    uintptr_t                 op;           /* the tx_ops entry it will get */
+    int                       signal;
+    uint8_t                   inline_data[0];
+} uct_rc_share_backlog_op_t;
+
+
 /* Receive descriptor header; the payload follows at rx_payload_offset */
 typedef struct uct_rc_share_rx_desc {
     uint32_t                  lkey;
@@ -93,6 +131,8 @@ typedef struct uct_rc_share_rx_desc {
 /* The target side of a connection: a QP that only responds */
 typedef struct uct_rc_share_passive {
     ucs_list_link_t           list;
+    ucs_list_link_t           owed;         /* conn.grants_owed */
+    int                       grant_owed;
     struct ibv_qp             *qp;
     struct ibv_ah             *ah;          /* to answer the requester */
     uint64_t                  src_iface_id;
@@ -155,15 +195,31 @@ typedef struct uct_rc_share_iface {
     unsigned                  rx_to_post;   /* SRQ buffers to repost */
     ucs_arbiter_t             arbiter;      /* eps with pending requests */
     uct_recv_desc_t           release_desc;
+    ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
+    ucs_list_link_t           draining;     /* eps posting their backlog
+                                               (conn_list) */
 
-    /* Connection handshake over UD */
+    /*
+     * Connection handshake over UD. The UD CQ has a completion channel of
+     * its own, handled in the worker's async context, so that a target
+     * answers requests without calling progress. Everything here is
+     * touched under UCS_ASYNC_BLOCK of the worker's async context.
+     */
     struct {
+        struct ibv_comp_channel *channel;
+        int                   handler_set;
         struct ibv_cq         *cq;
-        uct_rc_share_cq_stash_t stash;
         struct ibv_qp         *qp;
         ucs_list_link_t       connecting;   /* eps waiting for a reply */
+        ucs_list_link_t       ready;        /* eps whose QP is connected,
+                                               for the main thread */
+        uct_worker_cb_id_t    ready_prog_id;
         ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
         ucs_list_link_t       retired_ahs;  /* freed when the UD sends end */
+        struct ibv_cq         *grant_cq;    /* sends of the passive QPs */
+        unsigned              grants_in_flight;
+        ucs_list_link_t       grants_owed;  /* passives whose grant waits
+                                               for grant_cq room */
         uct_ibshare_buf_t     bufs;         /* rx_bufs, then tx_buf */
         void                  *rx_bufs;
         unsigned              rx_count;
@@ -179,6 +235,8 @@ typedef struct uct_rc_share_iface {
 
     struct {
         size_t                seg_size;
+        size_t                max_am_hdr;   /* am_zcopy header, in the
+                                               descriptor */
         unsigned              tx_qp_len;
         unsigned              tx_moderation; /* unsignaled WRs in a row */
         unsigned              max_inline;
@@ -192,6 +250,10 @@ typedef struct uct_rc_share_iface {
         uint8_t               max_rd_atomic;
         ucs_time_t            conn_timeout;
         ucs_time_t            conn_retry;
+        int                   fc_enabled;
+        int                   fc_wnd_size;
+        int                   fc_soft_thresh; /* window left: soft request */
+        int                   fc_hard_thresh; /* ... hard request */
     } config;
 
     uct_rc_share_counters_t   counters;
@@ -237,7 +299,7 @@ uct_rc_share_cq_stash_fill(struct ibv_cq *cq, uct_rc_share_cq_stash_t *stash)
 
 
 typedef enum {
-    UCT_RC_SHARE_EP_CONNECTING,
+    UCT_RC_SHARE_EP_CONNECTING, /* until the QP is up and the backlog posted */
     UCT_RC_SHARE_EP_CONNECTED,
     UCT_RC_SHARE_EP_FAILED,
     UCT_RC_SHARE_EP_ZOMBIE      /* destroyed, waiting for its completions */
@@ -250,6 +312,8 @@ typedef struct uct_rc_share_ep {
     uct_rc_share_ep_state_t   state;
     ucs_status_t              fail_status;
     int                       sq_available;
+    int                       fc_wnd;       /* AMs the receiver takes
+                                               before it grants more */
     int                       fence;        /* next WR waits for RDMA reads */
     uint64_t                  tx_posted;    /* sequence number of the last WR */
     uint64_t                  tx_completed; /* ... of the last one done */
@@ -261,11 +325,16 @@ typedef struct uct_rc_share_ep {
                                                tagged UCT_RC_SHARE_TX_OP_COMP),
                                                or 0 */
     ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
+    ucs_queue_head_t          backlog;      /* uct_rc_share_backlog_op_t */
+    unsigned                  backlog_len;
     ucs_arbiter_group_t       arb_group;
     ucs_list_link_t           list;         /* iface->ep_list */
 
     /* Handshake state */
-    ucs_list_link_t           conn_list;    /* iface->conn.connecting */
+    ucs_list_link_t           conn_list;    /* while connecting: in
+                                               iface->conn.connecting, then
+                                               conn.ready, then draining */
+    ucs_status_t              conn_status;  /* of connecting the QP */
     struct ibv_ah             *ah;          /* to the remote UD QP */
     uint32_t                  remote_ud_qpn;
     enum ibv_mtu              remote_mtu;
@@ -377,7 +446,9 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
 int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep);
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
-void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_qp_ready(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_fc_grant(uct_rc_share_ep_t *ep);
+void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep);
 void uct_rc_share_ep_zombie_release(uct_rc_share_ep_t *ep);
 ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(
         ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,

@@ -1,6 +1,17 @@
 /**
  * rc_share connection establishment: RC QP state transitions and the UD
  * handshake (see rc_share_conn.h).
+ *
+ * The UD CQ has a completion channel of its own, whose fd is handled in the
+ * worker's async context (a thread, or a signal): a target creates the
+ * passive QP and answers a request even while its process never calls
+ * progress, and a requester's QP is connected as soon as the reply is in.
+ * Only the main thread changes an endpoint's state and posts its WRs: the
+ * async side moves the endpoint to conn.ready and schedules the main thread
+ * through the worker's progress queue. Everything of the handshake (the UD
+ * QP and its buffers, the lists, the retired AHs) is touched under
+ * UCS_ASYNC_BLOCK, which the async side holds while its handler runs; the
+ * data path never takes it.
  */
 #include "rc_share_conn.h"
 
@@ -10,6 +21,8 @@
 #include <ucs/sys/string.h>
 #include <ucs/time/time.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +34,10 @@
 #define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
 #define UCT_RC_SHARE_PSN_MASK       0xffffffu
 #define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
+#define UCT_RC_SHARE_GRANT_CQ_LEN   256
+#define UCT_RC_SHARE_PASSIVE_SQ_LEN 16   /* a passive QP sends only grants;
+                                            one refused finds others in
+                                            flight */
 
 
 ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
@@ -50,6 +67,12 @@ ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
 static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
 {
     return iface->md->dev_name;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_async_context_t *
+uct_rc_share_conn_async(const uct_rc_share_iface_t *iface)
+{
+    return iface->super.worker->async;
 }
 
 static void uct_rc_share_ah_attr_fill(const uct_rc_share_iface_t *iface,
@@ -100,6 +123,8 @@ void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
 }
 
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_cq *send_cq,
+                                    unsigned max_send_wr,
                                     struct ibv_qp **qp_p)
 {
     struct ibv_qp_init_attr init_attr;
@@ -108,6 +133,8 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     int ret;
 
     uct_rc_share_qp_init_attr(iface, &init_attr);
+    init_attr.send_cq         = send_cq;
+    init_attr.cap.max_send_wr = max_send_wr;
 
     qp = ibv_create_qp(iface->md->pd, &init_attr);
     if (qp == NULL) {
@@ -353,9 +380,35 @@ ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
     ucs_list_head_init(&iface->conn.passive);
     iface->conn.next_conn_id = 1;
 
+    ucs_list_head_init(&iface->conn.ready);
+    ucs_list_head_init(&iface->conn.grants_owed);
+    iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL;
+
+    iface->conn.grant_cq = ibv_create_cq(iface->md->context,
+                                         UCT_RC_SHARE_GRANT_CQ_LEN, NULL, NULL,
+                                         0);
+    if (iface->conn.grant_cq == NULL) {
+        ucs_error("%s: ibv_create_cq(grants, %d) failed: %m",
+                  uct_rc_share_dev_name(iface), UCT_RC_SHARE_GRANT_CQ_LEN);
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    iface->conn.channel = ibv_create_comp_channel(iface->md->context);
+    if (iface->conn.channel == NULL) {
+        ucs_error("%s: ibv_create_comp_channel(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    status = ucs_sys_fcntl_modfl(iface->conn.channel->fd, O_NONBLOCK, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     iface->conn.cq = ibv_create_cq(iface->md->context,
                                    UCT_RC_SHARE_CONN_RX_COUNT +
-                                   UCT_RC_SHARE_CONN_TX_COUNT, NULL, NULL, 0);
+                                   UCT_RC_SHARE_CONN_TX_COUNT, NULL,
+                                   iface->conn.channel, 0);
     if (iface->conn.cq == NULL) {
         ucs_error("%s: ibv_create_cq(handshake) failed: %m",
                   uct_rc_share_dev_name(iface));
@@ -398,6 +451,9 @@ static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
                                          uct_rc_share_passive_t *passive)
 {
     ucs_list_del(&passive->list);
+    if (passive->grant_owed) {
+        ucs_list_del(&passive->owed);
+    }
     if (ibv_destroy_qp(passive->qp) != 0) {
         ucs_warn("ibv_destroy_qp(passive RC QP) failed: %m");
     }
@@ -421,6 +477,13 @@ void uct_rc_share_conn_cleanup(uct_rc_share_iface_t *iface)
     uct_rc_share_conn_release_ahs(iface);
     if (iface->conn.cq != NULL) {
         ibv_destroy_cq(iface->conn.cq);
+    }
+    if (iface->conn.channel != NULL) {
+        ibv_destroy_comp_channel(iface->conn.channel);
+    }
+    /* After the passive QPs that send on it */
+    if (iface->conn.grant_cq != NULL) {
+        ibv_destroy_cq(iface->conn.grant_cq);
     }
     if (iface->conn.rx_bufs != NULL) {
         uct_ibshare_resources_buf_free(iface->md->res, &iface->conn.bufs);
@@ -469,9 +532,23 @@ ucs_status_t uct_rc_share_conn_start(uct_rc_share_ep_t *ep,
 
     ep->state         = UCT_RC_SHARE_EP_CONNECTING;
     ep->conn_deadline = ucs_get_time() + iface->config.conn_timeout;
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
     ucs_list_add_tail(&iface->conn.connecting, &ep->conn_list);
     uct_rc_share_conn_send_req(ep);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
     return UCS_OK;
+}
+
+void uct_rc_share_conn_ep_stop(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+
+    ucs_assert(ep->state == UCT_RC_SHARE_EP_CONNECTING);
+    /* On conn.connecting or conn.ready (async side), or draining */
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    ucs_list_del(&ep->conn_list);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
 }
 
 void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
@@ -482,12 +559,14 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
     uct_rc_share_conn_msg_t msg;
 
     if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
-        ucs_list_del(&ep->conn_list);
+        uct_rc_share_conn_ep_stop(ep);
     }
 
     if (ep->ah == NULL) {
         return;
     }
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
 
     /* Best effort: if lost, the target drops its QP when its iface closes */
     uct_rc_share_conn_msg_init(iface, &msg, UCT_RC_SHARE_CONN_DISC);
@@ -503,6 +582,57 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
         ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
     }
     ep->ah = NULL;
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+/* Main thread: the endpoints whose reply came, one at a time (a callback
+ * of one may destroy another) */
+static unsigned uct_rc_share_conn_ready_progress(void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    ucs_async_context_t *async  = uct_rc_share_conn_async(iface);
+    unsigned count              = 0;
+    uct_rc_share_ep_t *ep;
+
+    UCS_ASYNC_BLOCK(async);
+    iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* oneshot: ran */
+    while (!ucs_list_is_empty(&iface->conn.ready)) {
+        ep = ucs_list_extract_head(&iface->conn.ready, uct_rc_share_ep_t,
+                                   conn_list);
+        UCS_ASYNC_UNBLOCK(async);
+
+        if (ep->conn_status == UCS_OK) {
+            uct_rc_share_ep_qp_ready(ep);
+        } else if (uct_rc_share_ep_set_failed(ep, ep->conn_status)) {
+            uct_rc_share_ep_report_failure(ep);
+        }
+        ++count;
+
+        UCS_ASYNC_BLOCK(async);
+    }
+    UCS_ASYNC_UNBLOCK(async);
+    return count;
+}
+
+/*
+ * The target of ep answered: it lives. Its other requests wait for a busy
+ * target (thousands of handshakes at once, a slow host), not a gone one:
+ * their deadlines start again, so that the timeout fires only for a
+ * target that stopped answering.
+ */
+static void uct_rc_share_conn_target_alive(uct_rc_share_iface_t *iface,
+                                           const uct_rc_share_ep_t *ep)
+{
+    ucs_time_t deadline = ucs_get_time() + iface->config.conn_timeout;
+    uct_rc_share_ep_t *other;
+
+    ucs_list_for_each(other, &iface->conn.connecting, conn_list) {
+        if ((other->remote_ud_qpn == ep->remote_ud_qpn) &&
+            !memcmp(&other->remote_dev.gid, &ep->remote_dev.gid,
+                    sizeof(ep->remote_dev.gid))) {
+            other->conn_deadline = deadline;
+        }
+    }
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
@@ -516,25 +646,32 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
             continue;
         }
 
+        /* The main thread posts nothing on the QP of a connecting
+         * endpoint, and takes the lock we hold to touch it otherwise */
         ucs_list_del(&ep->conn_list);
         status = uct_rc_share_qp_connect(iface, ep->qp, &ep->remote_dev,
                                          msg->rc_qpn, msg->psn, ep->psn,
                                          (enum ibv_mtu)msg->mtu);
-        if (status != UCS_OK) {
-            if (uct_rc_share_ep_set_failed(ep, status)) {
-                uct_rc_share_ep_report_failure(ep);
-            }
-            return;
+        ep->conn_status = status;
+        ucs_list_add_tail(&iface->conn.ready, &ep->conn_list);
+        if (iface->conn.ready_prog_id == UCS_CALLBACKQ_ID_NULL) {
+            iface->conn.ready_prog_id = uct_ibshare_ucx_callbackq_add_oneshot(
+                    &iface->super.worker->super.progress_q,
+                    uct_rc_share_conn_ready_progress, iface);
         }
-        ucs_debug("ep %p: QP 0x%x connected to 0x%x", ep, ep->qp->qp_num,
-                  msg->rc_qpn);
-        uct_rc_share_ep_connected(ep);
+        ucs_debug("ep %p: QP 0x%x connected to 0x%x: %s", ep, ep->qp->qp_num,
+                  msg->rc_qpn, ucs_status_string(status));
+        uct_rc_share_conn_target_alive(iface, ep);
         return;
     }
     /* A duplicate reply of a connection made already: nothing to do */
 }
 
-static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface)
+/* Resends unanswered requests; endpoints past their deadline (a target
+ * that is gone: a live one answers from its async context) go to
+ * timed_out */
+static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface,
+                                         ucs_list_link_t *timed_out)
 {
     ucs_time_t now = ucs_get_time();
     uct_rc_share_ep_t *ep, *tmp;
@@ -543,13 +680,11 @@ static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface)
     ucs_list_for_each_safe(ep, tmp, &iface->conn.connecting, conn_list) {
         if (now >= ep->conn_deadline) {
             ucs_list_del(&ep->conn_list);
+            ucs_list_add_tail(timed_out, &ep->conn_list);
             ucs_diag("%s:%d: no answer to the connection request of ep %p "
                      "within %.1f s", uct_rc_share_dev_name(iface),
                      iface->port_num, ep,
                      ucs_time_to_sec(iface->config.conn_timeout));
-            if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
-                uct_rc_share_ep_report_failure(ep);
-            }
             ++count;
         } else if (now >= ep->conn_next_retry) {
             uct_rc_share_conn_send_req(ep);
@@ -616,7 +751,10 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
         return;
     }
 
-    status = uct_rc_share_qp_create(iface, &passive->qp);
+    /* Its only sends are grants, on a CQ of their own: the data path's
+     * send CQ accounting knows nothing of them */
+    status = uct_rc_share_qp_create(iface, iface->conn.grant_cq,
+                                    UCT_RC_SHARE_PASSIVE_SQ_LEN, &passive->qp);
     if (status == UCS_OK) {
         status = uct_rc_share_qp_connect(iface, passive->qp, &msg->dev,
                                          msg->rc_qpn, msg->psn, passive->psn,
@@ -675,55 +813,257 @@ static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
     }
 }
 
-unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
+/* Handles what the UD CQ holds; the caller holds the async context */
+static unsigned uct_rc_share_conn_poll(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[8];
     unsigned count = 0;
     void *buf;
     int i, n;
 
-    /* wc.opcode is undefined in error completions: tell by wr_id */
-    n = uct_rc_share_cq_poll(iface->conn.cq, &iface->conn.stash,
-                             ucs_static_array_size(wc), wc);
-    for (i = 0; i < n; ++i) {
-        if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
-            ++iface->conn.tx_available;
-            if ((wc[i].status != IBV_WC_SUCCESS) &&
-                (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
-                ucs_diag("%s: handshake send failed: %s",
+    do {
+        /* wc.opcode is undefined in error completions: tell by wr_id */
+        n = ibv_poll_cq(iface->conn.cq, ucs_static_array_size(wc), wc);
+        for (i = 0; i < n; ++i) {
+            if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
+                ++iface->conn.tx_available;
+                if ((wc[i].status != IBV_WC_SUCCESS) &&
+                    (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+                    ucs_diag("%s: handshake send failed: %s",
+                             uct_rc_share_dev_name(iface),
+                             ibv_wc_status_str(wc[i].status));
+                }
+                continue;
+            }
+
+            if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+                continue; /* the QP is going away */
+            }
+
+            if ((wc[i].status == IBV_WC_SUCCESS) &&
+                (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
+                buf = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs,
+                                          wc[i].wr_id *
+                                          UCT_RC_SHARE_CONN_BUF_SIZE);
+                uct_rc_share_conn_handle_msg(iface,
+                                             UCS_PTR_BYTE_OFFSET(buf,
+                                                     UCT_RC_SHARE_GRH_LEN),
+                                             wc[i].byte_len -
+                                             UCT_RC_SHARE_GRH_LEN);
+            } else {
+                ucs_diag("%s: handshake receive failed: %s",
                          uct_rc_share_dev_name(iface),
                          ibv_wc_status_str(wc[i].status));
             }
-            continue;
+            uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
         }
+        count += (n > 0) ? n : 0;
+    } while (n == (int)ucs_static_array_size(wc));
 
-        if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
-            continue; /* the QP is going away */
-        }
-
-        if ((wc[i].status == IBV_WC_SUCCESS) &&
-            (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
-            buf = UCS_PTR_BYTE_OFFSET(iface->conn.rx_bufs,
-                                      wc[i].wr_id * UCT_RC_SHARE_CONN_BUF_SIZE);
-            uct_rc_share_conn_handle_msg(iface,
-                                         UCS_PTR_BYTE_OFFSET(buf,
-                                                 UCT_RC_SHARE_GRH_LEN),
-                                         wc[i].byte_len - UCT_RC_SHARE_GRH_LEN);
-        } else {
-            ucs_diag("%s: handshake receive failed: %s",
-                     uct_rc_share_dev_name(iface),
-                     ibv_wc_status_str(wc[i].status));
-        }
-        uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
-    }
-
-    count += (n > 0) ? n : 0;
     if ((iface->conn.tx_available == UCT_RC_SHARE_CONN_TX_COUNT) &&
         !ucs_list_is_empty(&iface->conn.retired_ahs)) {
         uct_rc_share_conn_release_ahs(iface);
     }
-    if (!ucs_list_is_empty(&iface->conn.connecting)) {
-        count += uct_rc_share_conn_timers(iface);
+    return count;
+}
+
+/* The async context's handler of the UD CQ's channel: the async context is
+ * blocked for us (a thread, or a signal handler: only verbs calls and what
+ * UCX's own handlers do) */
+static void uct_rc_share_conn_async_handler(int fd,
+                                            ucs_event_set_types_t events,
+                                            void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->conn.channel, &cq, &cq_context) == 0) {
+        ibv_ack_cq_events(cq, 1);
     }
+
+    /* Armed before polling: a completion after the poll raises an event */
+    if (ibv_req_notify_cq(iface->conn.cq, 0) != 0) {
+        ucs_error("%s: ibv_req_notify_cq(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+    }
+    (void)uct_rc_share_conn_poll(iface);
+}
+
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(iface);
+    ucs_status_t status;
+
+    status = ucs_async_set_event_handler(async->mode,
+                                         iface->conn.channel->fd,
+                                         UCS_EVENT_SET_EVREAD,
+                                         uct_rc_share_conn_async_handler,
+                                         iface, async);
+    if (status != UCS_OK) {
+        ucs_error("%s: could not handle the handshake in the async context: "
+                  "%s", uct_rc_share_dev_name(iface),
+                  ucs_status_string(status));
+        return status;
+    }
+    iface->conn.handler_set = 1;
+
+    UCS_ASYNC_BLOCK(async);
+    uct_rc_share_conn_async_handler(iface->conn.channel->fd,
+                                    UCS_EVENT_SET_EVREAD, iface);
+    UCS_ASYNC_UNBLOCK(async);
+    return UCS_OK;
+}
+
+void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface)
+{
+    if (iface->conn.handler_set) {
+        ucs_async_remove_handler(iface->conn.channel->fd, 1);
+        iface->conn.handler_set = 0;
+    }
+
+    /* The handler is gone: nothing schedules the callback again */
+    if (iface->conn.ready_prog_id != UCS_CALLBACKQ_ID_NULL) {
+        uct_ibshare_ucx_callbackq_remove_oneshot(
+                &iface->super.worker->super.progress_q,
+                iface->conn.ready_prog_id, iface);
+        iface->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL;
+    }
+}
+
+unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
+{
+    ucs_async_context_t *async;
+    ucs_list_link_t timed_out;
+    uct_rc_share_ep_t *ep;
+    unsigned count;
+
+    /* Read without the lock: a request just answered waits one more
+     * progress at worst */
+    if (ucs_likely(ucs_list_is_empty(&iface->conn.connecting))) {
+        return 0;
+    }
+
+    async = uct_rc_share_conn_async(iface);
+    ucs_list_head_init(&timed_out);
+    UCS_ASYNC_BLOCK(async);
+    count = uct_rc_share_conn_timers(iface, &timed_out);
+    UCS_ASYNC_UNBLOCK(async);
+
+    /* One at a time: the error handler of one may destroy another */
+    while (!ucs_list_is_empty(&timed_out)) {
+        ep = ucs_list_extract_head(&timed_out, uct_rc_share_ep_t, conn_list);
+        if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
+            uct_rc_share_ep_report_failure(ep);
+        }
+    }
+    return count;
+}
+
+int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface)
+{
+    int busy;
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    busy = !ucs_list_is_empty(&iface->conn.connecting) ||
+           !ucs_list_is_empty(&iface->conn.ready);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+    return busy || !ucs_list_is_empty(&iface->draining);
+}
+
+/* ------------------------------------------------------------ grants */
+
+/* Posts a pure grant on the passive QP; returns 0 if grant_cq has no room
+ * for its completion now. The caller holds the async context. */
+static int uct_rc_share_passive_post_grant(uct_rc_share_iface_t *iface,
+                                           uct_rc_share_passive_t *passive)
+{
+    struct ibv_send_wr wr, *bad_wr;
+    int ret;
+
+    if (iface->conn.grants_in_flight >= UCT_RC_SHARE_GRANT_CQ_LEN) {
+        return 0;
+    }
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id      = passive->qp->qp_num;
+    wr.opcode     = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data   = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
+    ret = ibv_post_send(passive->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        /* A passive QP in error: its requester is gone */
+        ucs_diag("%s: grant on passive QP 0x%x not posted: %s",
+                 uct_rc_share_dev_name(iface), passive->qp->qp_num,
+                 strerror(ret));
+        return 1;
+    }
+
+    ++iface->conn.grants_in_flight;
+    return 1;
+}
+
+/* The caller holds the async context */
+static unsigned uct_rc_share_conn_grants_poll(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_passive_t *passive;
+    struct ibv_wc wc[16];
+    int i, n;
+
+    n = ibv_poll_cq(iface->conn.grant_cq, ucs_static_array_size(wc), wc);
+    for (i = 0; i < n; ++i) {
+        --iface->conn.grants_in_flight;
+        if ((wc[i].status != IBV_WC_SUCCESS) &&
+            (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+            ucs_diag("%s: grant on passive QP 0x%x failed: %s",
+                     uct_rc_share_dev_name(iface), (unsigned)wc[i].wr_id,
+                     ibv_wc_status_str(wc[i].status));
+        }
+    }
+
+    while (!ucs_list_is_empty(&iface->conn.grants_owed)) {
+        passive = ucs_list_head(&iface->conn.grants_owed,
+                                uct_rc_share_passive_t, owed);
+        if (!uct_rc_share_passive_post_grant(iface, passive)) {
+            break;
+        }
+        ucs_list_del(&passive->owed);
+        passive->grant_owed = 0;
+    }
+    return (n > 0) ? n : 0;
+}
+
+void uct_rc_share_conn_fc_grant(uct_rc_share_iface_t *iface, uint32_t qp_num)
+{
+    uct_rc_share_passive_t *passive;
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    (void)uct_rc_share_conn_grants_poll(iface);
+    ucs_list_for_each(passive, &iface->conn.passive, list) {
+        if (passive->qp->qp_num != qp_num) {
+            continue;
+        }
+        if (!passive->grant_owed &&
+            !uct_rc_share_passive_post_grant(iface, passive)) {
+            passive->grant_owed = 1;
+            ucs_list_add_tail(&iface->conn.grants_owed, &passive->owed);
+        }
+        break;
+    }
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+unsigned uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface)
+{
+    unsigned count;
+
+    /* Read without the lock: grants owed imply grants in flight */
+    if (ucs_likely(iface->conn.grants_in_flight == 0)) {
+        return 0;
+    }
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    count = uct_rc_share_conn_grants_poll(iface);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
     return count;
 }

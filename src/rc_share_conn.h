@@ -50,20 +50,43 @@ uint32_t uct_rc_share_conn_ud_qpn(const uct_rc_share_iface_t *iface);
 void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
                                struct ibv_qp_init_attr *init_attr);
 
-/* An RC QP on the iface's CQs and SRQ, in INIT state */
+/* An RC QP on the iface's SRQ and receive CQ and on send_cq, in INIT
+ * state */
 ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_cq *send_cq,
+                                    unsigned max_send_wr,
                                     struct ibv_qp **qp_p);
+
+/* Installs the async handler of the handshake (the iface is complete) */
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface);
+
+/* Removes it; the async context calls nothing of the iface after this */
+void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface);
 
 /* Starts the handshake of a new endpoint (whose QP exists) */
 ucs_status_t uct_rc_share_conn_start(uct_rc_share_ep_t *ep,
                                      const uct_rc_share_device_addr_t *dev,
                                      const uct_rc_share_iface_addr_t *addr);
 
+/* Takes a connecting endpoint off the handshake: no reply reaches it */
+void uct_rc_share_conn_ep_stop(uct_rc_share_ep_t *ep);
+
 /* Releases the endpoint's handshake state and tells the target */
 void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep);
 
-/* Handles arrived messages, resends and timeouts */
+/* Main thread: resends and timeouts of the requests (and, in the async
+ * context's poll mode, the messages) */
 unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface);
+
+/* Flow control: grants credits to the requester of the passive QP qp_num
+ * (main thread) */
+void uct_rc_share_conn_fc_grant(uct_rc_share_iface_t *iface, uint32_t qp_num);
+
+/* Completions of the grants; grants that waited for room */
+unsigned uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface);
+
+/* Whether an endpoint of the iface is connecting (for event_arm) */
+int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface);
 
 /* Checks a received message; pure, for the tests */
 ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length);

@@ -52,22 +52,29 @@ uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
 }
 
 static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface);
+static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep);
 
-/* Why a new operation may not be posted now */
+/* Whether a new operation may be issued now, when the fast check says no:
+ * a connecting endpoint takes it into its backlog while there is room (each
+ * backlog entry gets a send-queue slot of its own when posted) */
 static UCS_F_NOINLINE ucs_status_t
 uct_rc_share_ep_no_tx(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
-    if (ep->state == UCT_RC_SHARE_EP_FAILED) {
-        return UCS_ERR_ENDPOINT_TIMEOUT;
+    switch (ep->state) {
+    case UCT_RC_SHARE_EP_CONNECTING:
+        return (ep->backlog_len < (unsigned)ep->sq_available) ?
+               UCS_OK : UCS_ERR_NO_RESOURCE;
+    case UCT_RC_SHARE_EP_FAILED:
+        return (ep->fail_status == UCS_ERR_CANCELED) ?
+               UCS_ERR_CANCELED : UCS_ERR_ENDPOINT_TIMEOUT;
+    default:
+        if (iface->tx_cq_available <= 0) {
+            uct_rc_share_iface_tx_unstick(iface);
+        }
+        return UCS_ERR_NO_RESOURCE;
     }
-
-    if ((ep->state == UCT_RC_SHARE_EP_CONNECTED) &&
-        (iface->tx_cq_available <= 0)) {
-        uct_rc_share_iface_tx_unstick(iface);
-    }
-    return UCS_ERR_NO_RESOURCE;
 }
 
 /* Whether a new operation may be posted now */
@@ -89,6 +96,42 @@ uct_rc_share_ep_check_tx(uct_rc_share_ep_t *ep)
         ucs_status_t _status = uct_rc_share_ep_check_tx(_ep); \
         if (ucs_unlikely(_status != UCS_OK)) { \
             return _status; \
+        } \
+    }
+
+/* Flow control, when the window is down to the soft threshold: the AM
+ * asks for credits (soft, then hard request), and with none left waits */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_fc_request(uct_rc_share_ep_t *ep, uint32_t *fc_flags_p)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    if (!iface->config.fc_enabled) {
+        ep->fc_wnd = INT_MAX;
+        return UCS_OK;
+    }
+
+    if (ep->fc_wnd <= 0) {
+        return UCS_ERR_NO_RESOURCE; /* until the receiver grants */
+    }
+
+    if (ep->fc_wnd == iface->config.fc_soft_thresh) {
+        *fc_flags_p = UCT_RC_SHARE_IMM_FC_SOFT_REQ;
+    } else if (ep->fc_wnd == iface->config.fc_hard_thresh) {
+        *fc_flags_p = UCT_RC_SHARE_IMM_FC_HARD_REQ;
+    }
+    return UCS_OK;
+}
+
+#define UCT_RC_SHARE_EP_CHECK_FC(_ep, _iface, _fc_flags) \
+    { \
+        (_fc_flags) = 0; \
+        if (ucs_unlikely((_ep)->fc_wnd <= (_iface)->config.fc_soft_thresh)) { \
+            ucs_status_t _status = uct_rc_share_ep_fc_request(_ep, \
+                                                              &(_fc_flags)); \
+            if (_status != UCS_OK) { \
+                return _status; \
+            } \
         } \
     }
 
@@ -140,8 +183,8 @@ uct_rc_share_ep_tail_end(uct_rc_share_ep_t *ep, uct_rc_share_iface_t *iface)
  * reports a tail) needs none but its reserved slot and CQ entry.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
-                     uintptr_t op, int signal)
+uct_rc_share_ep_post_wr(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                        uintptr_t op, int signal)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
     uint64_t sn                 = ep->tx_posted + 1;
@@ -182,6 +225,115 @@ uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
     return UCS_OK;
 }
 
+/* What a tx_ops entry holds goes back, delivering nothing */
+static void uct_rc_share_tx_op_release(uintptr_t op)
+{
+    if ((op != 0) && !(op & UCT_RC_SHARE_TX_OP_COMP)) {
+        ucs_mpool_put_inline((void*)op);
+    }
+}
+
+/* The user's completion of a tx_ops entry, if any, which no longer has it */
+static uct_completion_t *uct_rc_share_tx_op_take_comp(uintptr_t op)
+{
+    uct_rc_share_tx_desc_t *desc;
+    uct_completion_t *comp;
+
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        return (uct_completion_t*)(op & ~UCT_RC_SHARE_TX_OP_COMP);
+    } else if (op == 0) {
+        return NULL;
+    }
+
+    desc          = (uct_rc_share_tx_desc_t*)op;
+    comp          = desc->comp;
+    desc->comp    = NULL;
+    desc->handler = NULL;
+    return comp;
+}
+
+/* An operation of a connecting endpoint waits in its backlog, in order */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_backlog_add(uct_rc_share_ep_t *ep,
+                            const struct ibv_send_wr *wr, uintptr_t op,
+                            int signal)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    size_t length = 0;
+    int i;
+
+    bop = ucs_mpool_get(&iface->backlog_mp);
+    if (bop == NULL) {
+        uct_rc_share_tx_op_release(op);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    bop->wr         = *wr;
+    bop->wr.next    = NULL;
+    bop->wr.sg_list = bop->sge;
+    bop->op         = op;
+    bop->signal     = signal;
+    if (ep->fence) {
+        bop->wr.send_flags |= IBV_SEND_FENCE;
+        ep->fence           = 0;
+    }
+
+    if (wr->send_flags & IBV_SEND_INLINE) {
+        /* The caller may reuse its buffer once we return */
+        for (i = 0; i < wr->num_sge; ++i) {
+            memcpy(bop->inline_data + length,
+                   (const void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        bop->sge[0].addr   = (uintptr_t)bop->inline_data;
+        bop->sge[0].length = length;
+        bop->sge[0].lkey   = 0;
+        bop->wr.num_sge    = 1;
+    } else {
+        memcpy(bop->sge, wr->sg_list, sizeof(*wr->sg_list) * wr->num_sge);
+    }
+
+    ucs_queue_push(&ep->backlog, &bop->queue);
+    ++ep->backlog_len;
+    return UCS_OK;
+}
+
+/* Posts one WR of an operation, or keeps it while the endpoint connects */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                     uintptr_t op, int signal)
+{
+    if (ucs_unlikely(ep->state != UCT_RC_SHARE_EP_CONNECTED)) {
+        return uct_rc_share_ep_backlog_add(ep, wr, op, signal);
+    }
+
+    return uct_rc_share_ep_post_wr(ep, wr, op, signal);
+}
+
+/* Drops the backlog: every operation in it completes with status */
+static void uct_rc_share_ep_backlog_purge(uct_rc_share_ep_t *ep,
+                                          ucs_status_t status)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    uct_completion_t *comp;
+
+    while (!ucs_queue_is_empty(&ep->backlog)) {
+        bop = ucs_queue_pull_elem_non_empty(&ep->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --ep->backlog_len;
+        comp = uct_rc_share_tx_op_take_comp(bop->op);
+        uct_rc_share_tx_op_release(bop->op);
+        ucs_mpool_put(bop);
+        if (comp != NULL) {
+            uct_invoke_completion(comp, status);
+        }
+        iface->tx_desc_starved = 0;
+    }
+}
+
 /* A signaled zero-length RDMA write: its completion reports every WR before
  * it. Needs no memory key on either side. */
 static ucs_status_t uct_rc_share_ep_post_nop(uct_rc_share_ep_t *ep)
@@ -194,7 +346,7 @@ static ucs_status_t uct_rc_share_ep_post_nop(uct_rc_share_ep_t *ep)
     wr.num_sge             = 0;
     wr.wr.rdma.remote_addr = 0;
     wr.wr.rdma.rkey        = 0;
-    return uct_rc_share_ep_post(ep, &wr, 0, 1);
+    return uct_rc_share_ep_post_wr(ep, &wr, 0, 1);
 }
 
 /* The endpoint's tail, if any, gets the NOP that reports it (the slot and
@@ -226,24 +378,24 @@ static void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface)
 
 static UCS_F_ALWAYS_INLINE void
 uct_rc_share_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
-                     struct ibv_sge *sge, int num_sge, uint64_t remote_addr,
-                     uct_rkey_t rkey)
+                     struct ibv_sge *sge, int num_sge, size_t length,
+                     uint64_t remote_addr, uct_rkey_t rkey)
 {
-    wr->opcode              = opcode;
-    wr->send_flags          = 0;
-    wr->sg_list             = sge;
-    wr->num_sge             = num_sge;
-    wr->wr.rdma.remote_addr = uct_ibshare_rkey_iova(rkey, remote_addr);
-    wr->wr.rdma.rkey        = uct_ibshare_rkey_key(rkey);
+    wr->opcode     = opcode;
+    wr->send_flags = 0;
+    wr->sg_list    = sge;
+    wr->num_sge    = num_sge;
+    uct_ibshare_rkey_resolve(rkey, remote_addr, length,
+                             &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey);
 }
 
 static UCS_F_ALWAYS_INLINE void
-uct_rc_share_wr_am(struct ibv_send_wr *wr, uint8_t id, struct ibv_sge *sge,
-                   int num_sge)
+uct_rc_share_wr_am(struct ibv_send_wr *wr, uint8_t id, uint32_t fc_flags,
+                   struct ibv_sge *sge, int num_sge)
 {
     wr->opcode     = IBV_WR_SEND_WITH_IMM;
     wr->send_flags = 0;
-    wr->imm_data   = htonl(id);
+    wr->imm_data   = htonl(id | fc_flags);
     wr->sg_list    = sge;
     wr->num_sge    = num_sge;
 }
@@ -280,11 +432,13 @@ ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     struct ibv_send_wr wr;
     struct ibv_sge sge[2];
     ucs_status_t status;
+    uint32_t fc_flags;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(sizeof(header) + length, 0, iface->config.max_inline,
                      "am_short");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
 
     sge[0].addr   = (uintptr_t)&header;
     sge[0].length = sizeof(header);
@@ -292,13 +446,14 @@ ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     sge[1].addr   = (uintptr_t)payload;
     sge[1].length = length;
     sge[1].lkey   = 0;
-    uct_rc_share_wr_am(&wr, id, sge, 2);
+    uct_rc_share_wr_am(&wr, id, fc_flags, sge, 2);
     wr.send_flags = IBV_SEND_INLINE;
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, payload,
                        length, "TX: AM_SHORT");
     status = uct_rc_share_ep_post(ep, &wr, 0, 0);
     if (ucs_likely(status == UCS_OK)) {
+        --ep->fc_wnd;
         iface->counters.am_ops++;
         iface->counters.am_bytes += sizeof(header) + length;
     }
@@ -315,10 +470,12 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     struct ibv_send_wr wr;
     struct ibv_sge sge;
     ucs_status_t status;
+    uint32_t fc_flags;
     size_t length;
 
     UCT_CHECK_AM_ID(id);
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
     length = pack_cb(desc->data, arg);
@@ -327,7 +484,7 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_am(&wr, id, &sge, 1);
+    uct_rc_share_wr_am(&wr, id, fc_flags, &sge, 1);
     if (length <= iface->config.max_inline) {
         /* The provider copies inline data itself: our address, no IOVA */
         sge.addr      = (uintptr_t)desc->data;
@@ -343,6 +500,7 @@ ssize_t uct_rc_share_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
+    --ep->fc_wnd;
     iface->counters.am_ops++;
     iface->counters.am_bytes += length;
     return length;
@@ -360,14 +518,18 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     uct_rc_share_tx_desc_t *desc;
     struct ibv_send_wr wr;
     ucs_status_t status;
+    uint32_t fc_flags;
     size_t length;
     int num_sge;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE - 1, "am_zcopy");
+    UCT_CHECK_LENGTH(header_length, 0, iface->config.max_am_hdr,
+                     "am_zcopy header");
     length = header_length + uct_iov_total_length(iov, iovcnt);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "am_zcopy");
     UCT_RC_SHARE_EP_CHECK_TX(ep);
+    UCT_RC_SHARE_EP_CHECK_FC(ep, iface, fc_flags);
     UCT_RC_SHARE_GET_TX_DESC(iface, desc);
 
     /* The header travels from the descriptor, the payload from user memory */
@@ -377,7 +539,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     sge[0].length = header_length;
     sge[0].lkey   = desc->lkey;
     num_sge       = 1 + uct_rc_share_iov_to_sge(&sge[1], iov, iovcnt);
-    uct_rc_share_wr_am(&wr, id, sge, num_sge);
+    uct_rc_share_wr_am(&wr, id, fc_flags, sge, num_sge);
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, header,
                        header_length, "TX: AM_ZCOPY");
@@ -387,6 +549,7 @@ ucs_status_t uct_rc_share_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
 
+    --ep->fc_wnd;
     iface->counters.am_ops++;
     iface->counters.am_bytes += length;
     return UCS_INPROGRESS;
@@ -410,7 +573,8 @@ ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     sge.addr   = (uintptr_t)buffer;
     sge.length = length;
     sge.lkey   = 0;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
+                         rkey);
     wr.send_flags = IBV_SEND_INLINE;
 
     status = uct_rc_share_ep_post(ep, &wr, 0, 0);
@@ -443,7 +607,8 @@ ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
+                         rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 0);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -463,6 +628,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                            uint64_t *bytes_counter)
 {
     struct ibv_sge sge[UCT_RC_SHARE_MAX_SEND_SGE];
+    size_t length = uct_iov_total_length(iov, iovcnt);
     struct ibv_send_wr wr;
     ucs_status_t status;
 
@@ -471,7 +637,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
 
     /* No descriptor: the user's completion waits in tx_ops */
     uct_rc_share_wr_rdma(&wr, opcode, sge,
-                         uct_rc_share_iov_to_sge(sge, iov, iovcnt),
+                         uct_rc_share_iov_to_sge(sge, iov, iovcnt), length,
                          remote_addr, rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, uct_rc_share_tx_op_comp(comp),
@@ -481,7 +647,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     }
 
     ++*ops_counter;
-    *bytes_counter += uct_iov_total_length(iov, iovcnt);
+    *bytes_counter += length;
     return UCS_INPROGRESS;
 }
 
@@ -528,7 +694,8 @@ ucs_status_t uct_rc_share_ep_get_bcopy(uct_ep_h tl_ep,
     sge.addr   = uct_rc_share_buf_iova(iface, desc->data);
     sge.length = length;
     sge.lkey   = desc->lkey;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, remote_addr, rkey);
+    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, 1, length, remote_addr,
+                         rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 1);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -590,10 +757,10 @@ uct_rc_share_ep_atomic(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     wr.send_flags             = 0;
     wr.sg_list                = &sge;
     wr.num_sge                = 1;
-    wr.wr.atomic.remote_addr  = uct_ibshare_rkey_iova(rkey, remote_addr);
     wr.wr.atomic.compare_add  = compare_add;
     wr.wr.atomic.swap         = swap;
-    wr.wr.atomic.rkey         = uct_ibshare_rkey_key(rkey);
+    uct_ibshare_rkey_resolve(rkey, remote_addr, sizeof(uint64_t),
+                             &wr.wr.atomic.remote_addr, &wr.wr.atomic.rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
                                   (result != NULL) || (comp != NULL));
@@ -668,6 +835,10 @@ static void uct_rc_share_ep_qp_error(uct_rc_share_ep_t *ep)
  * completion will report the last one */
 int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep)
 {
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        return 0; /* the handshake, and the backlog behind it */
+    }
+
     if (ep->tx_posted == ep->tx_completed) {
         return 1;
     }
@@ -683,20 +854,7 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
     uct_rc_share_flush_req_t *req;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
-        if (ep->state != UCT_RC_SHARE_EP_CONNECTING) {
-            /* Before the QP fails: unsignaled WRs done already would
-             * complete no more */
-            (void)uct_rc_share_ep_report_tail(ep);
-            uct_rc_share_ep_qp_error(ep);
-        }
-        uct_ep_pending_purge(tl_ep, (uct_pending_purge_callback_t)
-                                            ucs_empty_function, NULL);
-    } else if ((ep->state == UCT_RC_SHARE_EP_CONNECTING) &&
-               !ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        /* After the requests waiting for the connection. With none, there
-         * is nothing to flush: UCP 1.22 may flush a lane whose iface it has
-         * not activated, and the handshake would never progress */
-        return UCS_ERR_NO_RESOURCE; /* retried from the pending queue */
+        uct_rc_share_ep_cancel(ep);
     }
 
     if (uct_rc_share_ep_tx_idle(ep)) {
@@ -709,10 +867,39 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
             return UCS_ERR_NO_MEMORY;
         }
         req->comp = comp;
-        req->sn   = ep->tx_posted;
+        /* The last operation issued: posted, or last in the backlog */
+        req->sn   = ep->tx_posted + ep->backlog_len;
         ucs_queue_push(&ep->flush_reqs, &req->queue);
     }
     return UCS_INPROGRESS;
+}
+
+/*
+ * Completes the flush requests whose operations are all done. One beyond
+ * the last WR posted waited for backlog operations: once the backlog is
+ * gone (posted or dropped) and nothing is in flight, it is done too. A
+ * cancelled endpoint's flushes succeed; a failed one's report the failure.
+ */
+static void uct_rc_share_ep_flush_reqs_progress(uct_rc_share_ep_t *ep)
+{
+    int backlog_gone = (ep->state != UCT_RC_SHARE_EP_CONNECTING) &&
+                       (ep->tx_completed == ep->tx_posted);
+    ucs_status_t status;
+    uct_rc_share_flush_req_t *req;
+
+    status = ((ep->state == UCT_RC_SHARE_EP_FAILED) &&
+              (ep->fail_status != UCS_ERR_CANCELED)) ?
+             UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
+    while (!ucs_queue_is_empty(&ep->flush_reqs)) {
+        req = ucs_queue_head_elem_non_empty(&ep->flush_reqs,
+                                            uct_rc_share_flush_req_t, queue);
+        if ((req->sn > ep->tx_completed) && !backlog_gone) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&ep->flush_reqs);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
 }
 
 /* Delivers what a WR done leaves: fetched data, the user's completion, the
@@ -753,10 +940,28 @@ static void uct_rc_share_ep_tx_ops_drop(uct_rc_share_ep_t *ep)
 
     for (sn = ep->tx_completed + 1; sn <= ep->tx_posted; ++sn) {
         entry = &ep->tx_ops[sn & ep->tx_ops_mask];
-        if ((*entry != 0) && !(*entry & UCT_RC_SHARE_TX_OP_COMP)) {
-            ucs_mpool_put_inline((void*)*entry);
-        }
+        uct_rc_share_tx_op_release(*entry);
         *entry = 0;
+    }
+}
+
+/* The user's completions of the WRs in flight are called now, with
+ * CANCELED; what the WRs hold stays until the flushed QP reports them */
+static void uct_rc_share_ep_tx_ops_cancel(uct_rc_share_ep_t *ep)
+{
+    uct_completion_t *comp;
+    uintptr_t *entry;
+    uint64_t sn;
+
+    for (sn = ep->tx_completed + 1; sn <= ep->tx_posted; ++sn) {
+        entry = &ep->tx_ops[sn & ep->tx_ops_mask];
+        comp  = uct_rc_share_tx_op_take_comp(*entry);
+        if (*entry & UCT_RC_SHARE_TX_OP_COMP) {
+            *entry = 0;
+        }
+        if (comp != NULL) {
+            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+        }
     }
 }
 
@@ -773,7 +978,6 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
     unsigned count = (uint16_t)(sn - (uint16_t)ep->tx_completed);
     uint64_t first = ep->tx_completed + 1;
     uint64_t last  = ep->tx_completed + count;
-    uct_rc_share_flush_req_t *req;
     uintptr_t *entry;
     uintptr_t op;
     uint64_t i;
@@ -812,19 +1016,7 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
     /* Credits came back: a group descheduled for lack of them may go on */
     ucs_arbiter_group_schedule(&uct_rc_share_ep_iface(ep)->arbiter,
                                &ep->arb_group);
-
-    status = (ep->state == UCT_RC_SHARE_EP_FAILED) ?
-             UCS_ERR_ENDPOINT_TIMEOUT : UCS_OK;
-    while (!ucs_queue_is_empty(&ep->flush_reqs)) {
-        req = ucs_queue_head_elem_non_empty(&ep->flush_reqs,
-                                            uct_rc_share_flush_req_t, queue);
-        if (req->sn > ep->tx_completed) {
-            break;
-        }
-        ucs_queue_pull_non_empty(&ep->flush_reqs);
-        uct_invoke_completion(req->comp, status);
-        ucs_free(req);
-    }
+    uct_rc_share_ep_flush_reqs_progress(ep);
 }
 
 /* Zero-byte RDMA write: acknowledged by a live peer, fails on a dead one */
@@ -861,7 +1053,8 @@ ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
-    if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) && !iface->tx_desc_starved) {
+    if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) &&
+        !iface->tx_desc_starved && (ep->fc_wnd > 0)) {
         return UCS_ERR_BUSY;
     }
 
@@ -889,8 +1082,9 @@ uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
     if ((iface->tx_cq_available <= 0) || iface->tx_desc_starved) {
         return UCS_ARBITER_CB_RESULT_STOP; /* until a completion */
     }
-    if (ep->sq_available <= 0) {
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    if ((ep->sq_available <= 0) || (ep->fc_wnd <= 0)) {
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP; /* a completion or a
+                                                       grant reschedules */
     }
 
     ucs_trace_data("progressing pending request %p", req);
@@ -934,16 +1128,80 @@ void uct_rc_share_ep_pending_purge(uct_ep_h tl_ep,
 
 /* ------------------------------------------------------------ state */
 
-void uct_rc_share_ep_connected(uct_rc_share_ep_t *ep)
+/*
+ * Posts the backlog of an endpoint whose QP is connected, in order; with
+ * too few CQ entries it stops, and the next send completion goes on (the
+ * endpoint is on iface->draining meanwhile). Then the endpoint is
+ * connected: new operations are posted, pending requests dispatched.
+ */
+void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    uct_rc_share_backlog_op_t *bop;
+    ucs_status_t status;
 
+    while (!ucs_queue_is_empty(&ep->backlog)) {
+        if (iface->tx_cq_available <= 0) {
+            return;
+        }
+
+        bop = ucs_queue_pull_elem_non_empty(&ep->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --ep->backlog_len;
+        status = uct_rc_share_ep_post_wr(ep, &bop->wr, bop->op, bop->signal);
+        ucs_mpool_put(bop);
+        if (status != UCS_OK) {
+            ucs_list_del(&ep->conn_list);
+            if (uct_rc_share_ep_set_failed(ep, status)) {
+                uct_rc_share_ep_report_failure(ep);
+            }
+            return;
+        }
+    }
+
+    ucs_list_del(&ep->conn_list);
     ep->state = UCT_RC_SHARE_EP_CONNECTED;
+    if (!ucs_queue_is_empty(&ep->flush_reqs)) {
+        /* A flush issued while connecting waits for these WRs: a NOP
+         * reports the unsignaled ones */
+        (void)uct_rc_share_ep_report_tail(ep);
+    }
+    uct_rc_share_ep_flush_reqs_progress(ep);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
 }
 
+/* The receiver granted credits: a full window again */
+void uct_rc_share_ep_fc_grant(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    int fc_wnd                  = ep->fc_wnd;
+
+    ep->fc_wnd = iface->config.fc_wnd_size;
+    if ((fc_wnd <= 0) && (ep->state == UCT_RC_SHARE_EP_CONNECTED)) {
+        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+        ucs_arbiter_dispatch(&iface->arbiter, 1,
+                             uct_rc_share_ep_process_pending, NULL);
+    }
+}
+
+/* The QP of a connecting endpoint is up (the main thread learns it from
+ * the handshake): its backlog goes out */
+void uct_rc_share_ep_qp_ready(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+
+    ucs_list_add_tail(&iface->draining, &ep->conn_list);
+    uct_rc_share_ep_backlog_drain(ep);
+}
+
+/*
+ * Fails the endpoint: what is posted is flushed (its completions carry the
+ * error), the backlog completes with status. The caller has taken a
+ * connecting endpoint off its handshake list. Returns 1 if the endpoint
+ * was not failed before, and the caller then reports the failure.
+ */
 int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
 {
     if ((ep->state == UCT_RC_SHARE_EP_FAILED) ||
@@ -951,12 +1209,32 @@ int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
         return 0;
     }
 
-    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
-        uct_rc_share_ep_qp_error(ep); /* flush what is still queued */
-    }
+    uct_rc_share_ep_qp_error(ep);
     ep->state        = UCT_RC_SHARE_EP_FAILED;
     ep->fail_status  = status;
+    uct_rc_share_ep_backlog_purge(ep, status);
+    uct_rc_share_ep_flush_reqs_progress(ep);
     return 1;
+}
+
+/*
+ * flush(CANCEL): every operation of the endpoint completes with CANCELED
+ * (what is posted when the flushed QP reports it), pending requests are
+ * dropped, and the endpoint takes no more operations. That is no failure:
+ * nothing is reported to the error handler.
+ */
+static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep)
+{
+    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
+        /* Before the QP fails: unsignaled WRs done already would complete
+         * no more */
+        (void)uct_rc_share_ep_report_tail(ep);
+    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
+        uct_rc_share_conn_ep_stop(ep);
+    }
+
+    (void)uct_rc_share_ep_set_failed(ep, UCS_ERR_CANCELED);
+    uct_rc_share_ep_pending_purge(&ep->super.super, NULL, NULL);
 }
 
 void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep)
@@ -1004,8 +1282,11 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
     self->sq_available = iface->config.tx_qp_len -
                          (iface->config.tx_moderation > 0);
     self->state        = UCT_RC_SHARE_EP_CONNECTING;
+    self->fc_wnd       = iface->config.fc_enabled ?
+                         iface->config.fc_wnd_size : INT_MAX;
     self->tx_ops_mask  = ucs_roundup_pow2(iface->config.tx_qp_len) - 1;
     ucs_queue_head_init(&self->flush_reqs);
+    ucs_queue_head_init(&self->backlog);
     ucs_arbiter_group_init(&self->arb_group);
 
     self->tx_ops = ucs_calloc(self->tx_ops_mask + 1, sizeof(*self->tx_ops),
@@ -1016,7 +1297,8 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = uct_rc_share_qp_create(iface, &self->qp);
+    status = uct_rc_share_qp_create(iface, iface->send_cq,
+                                    iface->config.tx_qp_len, &self->qp);
     if (status != UCS_OK) {
         goto err_free_ops;
     }
@@ -1081,10 +1363,12 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
 }
 
 /*
- * Completions of the QP name the endpoint, so it lives on until they are in:
- * a destroyed endpoint with requests in flight becomes a zombie whose QP is
- * flushed; its last completion frees it. Nothing calls back into the user
- * from here, and the zombie's completions are not reported.
+ * Every outstanding operation completes here, with CANCELED (the UCT
+ * contract): the backlog, and the user's completions of the WRs in flight.
+ * Completions of the QP name the endpoint, so it lives on until they are
+ * in: a destroyed endpoint with requests in flight becomes a zombie whose
+ * QP is flushed, and its last completion frees it; nothing of a zombie
+ * reaches the user.
  */
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
 {
@@ -1092,6 +1376,7 @@ void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
     UCS_CLASS_CLEANUP(uct_rc_share_ep_t, ep);
+    uct_rc_share_ep_backlog_purge(ep, UCS_ERR_CANCELED);
 
     if (ep->tx_posted == ep->tx_completed) {
         uct_rc_share_ep_free(ep);
@@ -1101,6 +1386,7 @@ void uct_rc_share_ep_destroy(uct_ep_h tl_ep)
     /* Every WR in flight must complete for the zombie to go: those that
      * are done already but unsignaled are reported by a NOP */
     (void)uct_rc_share_ep_report_tail(ep);
+    uct_rc_share_ep_tx_ops_cancel(ep);
     uct_rc_share_ep_qp_error(ep);
     ep->state = UCT_RC_SHARE_EP_ZOMBIE;
     ucs_list_add_tail(&iface->zombie_eps, &ep->list);

@@ -99,11 +99,16 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_timeout),
      UCS_CONFIG_TYPE_TIME},
 
-    {"RNR_RETRY_COUNT", "6",
-     "Receiver-not-ready retries before the endpoint fails (0-6; 7 would\n"
-     "retry forever, and a dead receiver would hang its senders).",
+    {"RNR_RETRY_COUNT", "auto",
+     "Receiver-not-ready retries before the endpoint fails (0-7). 7, as the\n"
+     "InfiniBand specification defines it, retries as long as the receiver's\n"
+     "QP lives: a receiver out of buffers pushes its senders back instead of\n"
+     "failing them, and a dead one, whose QPs die with it, is found by the\n"
+     "transport retries (RETRY_COUNT). \"auto\": 7, except in the node\n"
+     "group's shared mode, where the QPs of a killed member live on until\n"
+     "the group ends and would hold its senders forever: 6 there.",
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
+     UCS_CONFIG_TYPE_ULUNITS},
 
     {"MAX_RD_ATOMIC", "4",
      "RDMA reads and atomics in flight per endpoint, in each direction.",
@@ -115,6 +120,31 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "connection request before it fails with a timeout.",
      ucs_offsetof(uct_rc_share_iface_config_t, conn_timeout),
      UCS_CONFIG_TYPE_TIME},
+
+    {"FC_ENABLE", "y",
+     "Credit-based flow control of active messages (like UCX's RC\n"
+     "transports): a sender keeps at most FC_WND_SIZE messages ahead of what\n"
+     "the receiver has processed; the receiver grants more on the QP the\n"
+     "request came on.",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_enable),
+     UCS_CONFIG_TYPE_BOOL},
+
+    {"FC_WND_SIZE", "512",
+     "Flow control window: active messages an endpoint sends without a\n"
+     "grant from the receiver (1-32767).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_wnd_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"FC_SOFT_THRESH", "0.5",
+     "Part of the window left when a sender asks for credits, with its\n"
+     "message (above FC_HARD_THRESH, below 1).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_soft_thresh),
+     UCS_CONFIG_TYPE_DOUBLE},
+
+    {"FC_HARD_THRESH", "0.25",
+     "Part of the window left when a sender asks again (above 0).",
+     ucs_offsetof(uct_rc_share_iface_config_t, fc_hard_thresh),
+     UCS_CONFIG_TYPE_DOUBLE},
 
     {"CONN_RETRY", "100ms",
      "Interval at which an unanswered connection request is sent again\n"
@@ -298,7 +328,7 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_bcopy       = seg_size;
     attr->cap.am.min_zcopy       = 0;
     attr->cap.am.max_zcopy       = seg_size;
-    attr->cap.am.max_hdr         = ucs_min(seg_size / 2, 256);
+    attr->cap.am.max_hdr         = iface->config.max_am_hdr;
     attr->cap.am.max_iov         = UCT_RC_SHARE_MAX_SEND_SGE - 1;
     attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu       = mtu;
@@ -456,18 +486,51 @@ static void uct_rc_share_iface_refill_rx(uct_rc_share_iface_t *iface)
     }
 }
 
+/*
+ * Flow control flags of a received message. A pure grant (returns 1: no
+ * AM) restores the window of the endpoint whose QP it came on; a request
+ * for credits is granted on the passive QP it came on (returns 0: the AM
+ * goes on). Once per half window of a sender: the lookups walk lists.
+ */
+static UCS_F_NOINLINE int
+uct_rc_share_iface_fc_rx(uct_rc_share_iface_t *iface, const struct ibv_wc *wc,
+                         uint32_t imm)
+{
+    uct_rc_share_ep_t *ep;
+
+    if (imm & UCT_RC_SHARE_IMM_FC_PURE_GRANT) {
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            if (ep->qp->qp_num == wc->qp_num) {
+                uct_rc_share_ep_fc_grant(ep);
+                break;
+            }
+        }
+        return 1;
+    }
+
+    uct_rc_share_conn_fc_grant(iface, wc->qp_num);
+    return 0;
+}
+
 static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
     uct_rc_share_rx_desc_t *desc;
     ucs_status_t status;
     void *payload;
+    uint32_t imm;
     uint8_t am_id;
     int i, n;
 
     n = uct_rc_share_cq_poll(iface->recv_cq, &iface->recv_stash,
                              UCT_RC_SHARE_POLL_BATCH, wc);
     if (n <= 0) {
+        if (ucs_unlikely(iface->rx_to_post >= UCT_RC_SHARE_RX_BATCH)) {
+            /* Buffers the user kept came back: with the receive queue
+             * empty, senders wait in RNR retries and nothing arrives that
+             * would repost them */
+            uct_rc_share_iface_refill_rx(iface);
+        }
         return 0;
     }
 
@@ -485,8 +548,15 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
             continue;
         }
 
+        imm = ntohl(wc[i].imm_data);
+        if (ucs_unlikely(imm & UCT_RC_SHARE_IMM_FC_MASK) &&
+            uct_rc_share_iface_fc_rx(iface, &wc[i], imm)) {
+            ucs_mpool_put_inline(desc); /* a pure grant */
+            continue;
+        }
+
         payload = UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_payload_offset);
-        am_id   = ntohl(wc[i].imm_data);
+        am_id   = imm & UCT_RC_SHARE_IMM_AM_MASK;
         iface->counters.rx_ops++;
         iface->counters.rx_bytes += wc[i].byte_len;
         uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
@@ -510,6 +580,23 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 }
 
 /* ------------------------------------------------------------ send */
+
+/* Endpoints whose backlog waited for CQ entries go on, in order, one at a
+ * time (a callback may destroy the next) */
+static void uct_rc_share_iface_drain_backlogs(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_ep_t *ep;
+
+    while (!ucs_list_is_empty(&iface->draining)) {
+        ep = ucs_list_head(&iface->draining, uct_rc_share_ep_t, conn_list);
+        uct_rc_share_ep_backlog_drain(ep);
+        if (!ucs_list_is_empty(&iface->draining) &&
+            (ucs_list_head(&iface->draining, uct_rc_share_ep_t,
+                           conn_list) == ep)) {
+            break; /* still short of CQ entries */
+        }
+    }
+}
 
 /* Returns the endpoint if this completion newly failed it */
 static uct_rc_share_ep_t *
@@ -567,6 +654,10 @@ static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
         uct_rc_share_ep_report_failure(failed[i]);
     }
 
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->draining))) {
+        uct_rc_share_iface_drain_backlogs(iface);
+    }
+
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
     return n;
@@ -581,6 +672,11 @@ static unsigned uct_rc_share_iface_progress(uct_iface_h tl_iface)
     count  = uct_rc_share_iface_poll_rx(iface);
     count += uct_rc_share_iface_poll_tx(iface);
     count += uct_rc_share_conn_progress(iface);
+    count += uct_rc_share_conn_grants_progress(iface);
+    /* A handshake event that came while the async context was blocked
+     * waits in its missed queue, and only this runs it: UCP does it in its
+     * progress, a plain UCT user (ucx_perftest) may not */
+    ucs_async_check_miss(iface->super.worker->async);
     return count;
 }
 
@@ -612,8 +708,7 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
     }
 
     if ((ibv_req_notify_cq(iface->recv_cq, 0) != 0) ||
-        (ibv_req_notify_cq(iface->send_cq, 0) != 0) ||
-        (ibv_req_notify_cq(iface->conn.cq, 0) != 0)) {
+        (ibv_req_notify_cq(iface->send_cq, 0) != 0)) {
         ucs_error("ibv_req_notify_cq() failed: %m");
         return UCS_ERR_IO_ERROR;
     }
@@ -624,11 +719,10 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
 
     /* A completion that arrived after the last progress and before arming
      * raises no event; nor does a handshake retry, which only progress
-     * times */
+     * times, or a connected endpoint's backlog, which progress posts */
     if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
         uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
-        uct_rc_share_cq_stash_fill(iface->conn.cq, &iface->conn.stash) ||
-        !ucs_list_is_empty(&iface->conn.connecting)) {
+        uct_rc_share_conn_busy(iface)) {
         return UCS_ERR_BUSY;
     }
 
@@ -729,9 +823,9 @@ static ucs_status_t uct_rc_share_iface_check_config(
     if (config->retry_count > 6) {
         bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 6 (rxe retries "
               "forever at 7)";
-    } else if (config->rnr_retry_count > 6) {
-        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be at most 6 (7 retries "
-              "forever)";
+    } else if ((config->rnr_retry_count != UCS_ULUNITS_AUTO) &&
+               (config->rnr_retry_count > 7)) {
+        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be between 0 and 7";
     } else if ((config->tx_queue_len == 0) || (config->tx_cq_len == 0) ||
                (config->rx_queue_len < UCT_RC_SHARE_RX_BATCH)) {
         bad = "queue lengths must be positive, RX_QUEUE_LEN at least 16";
@@ -742,6 +836,14 @@ static ucs_status_t uct_rc_share_iface_check_config(
         bad = "UCX_RC_SHARE_MAX_RD_ATOMIC must be between 1 and 16";
     } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0)) {
         bad = "UCX_RC_SHARE_CONN_TIMEOUT and CONN_RETRY must be positive";
+    } else if ((config->fc_wnd_size == 0) ||
+               (config->fc_wnd_size > INT16_MAX)) {
+        bad = "UCX_RC_SHARE_FC_WND_SIZE must be between 1 and 32767";
+    } else if (!((config->fc_hard_thresh > 0) &&
+                 (config->fc_hard_thresh < config->fc_soft_thresh) &&
+                 (config->fc_soft_thresh < 1))) {
+        bad = "UCX_RC_SHARE_FC_HARD_THRESH and FC_SOFT_THRESH must satisfy "
+              "0 < FC_HARD_THRESH < FC_SOFT_THRESH < 1";
     }
 
     if (bad != NULL) {
@@ -765,6 +867,7 @@ static ucs_status_t uct_rc_share_iface_init_config(
     }
 
     iface->config.seg_size           = config->seg_size;
+    iface->config.max_am_hdr         = ucs_min(config->seg_size / 2, 256);
     iface->config.tx_qp_len          = config->tx_queue_len;
     iface->config.tx_moderation      = ucs_min(config->tx_cq_moderation,
                                                ucs_min(config->tx_queue_len,
@@ -783,10 +886,19 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.retry_count        = config->retry_count;
     iface->config.rnr_timeout        = uct_rc_share_encode_rnr_timer(
                                                config->rnr_timeout);
-    iface->config.rnr_retry_count    = config->rnr_retry_count;
+    iface->config.rnr_retry_count    =
+            (config->rnr_retry_count != UCS_ULUNITS_AUTO) ?
+            config->rnr_retry_count :
+            (iface->md->res->mode == UCT_IBSHARE_GROUP_SHARED) ? 6 : 7;
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
+    iface->config.fc_enabled         = config->fc_enable;
+    iface->config.fc_wnd_size        = config->fc_wnd_size;
+    iface->config.fc_soft_thresh     = ucs_max((int)(config->fc_soft_thresh *
+                                                     config->fc_wnd_size), 1);
+    iface->config.fc_hard_thresh     = ucs_max((int)(config->fc_hard_thresh *
+                                                     config->fc_wnd_size), 1);
     return UCS_OK;
 }
 
@@ -828,14 +940,26 @@ static ucs_status_t uct_rc_share_iface_query_atomics(uct_rc_share_iface_t *iface
     return UCS_OK;
 }
 
+static ucs_mpool_ops_t uct_rc_share_backlog_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_ep_t *ep, *tmp;
 
+    uct_rc_share_conn_async_stop(iface);
     ucs_list_for_each_safe(ep, tmp, &iface->zombie_eps, list) {
         uct_rc_share_ep_zombie_release(ep);
     }
     uct_rc_share_conn_cleanup(iface);
+    if (iface->backlog_mp.data != NULL) {
+        ucs_mpool_cleanup(&iface->backlog_mp, 1);
+    }
     if (iface->srq != NULL) {
         ibv_destroy_srq(iface->srq);
     }
@@ -865,6 +989,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     uct_rc_share_iface_config_t *config =
             ucs_derived_of(tl_config, uct_rc_share_iface_config_t);
     uct_ibshare_md_t *md = ucs_derived_of(tl_md, uct_ibshare_md_t);
+    size_t rx_align, rx_align_offset;
     ucs_status_t status;
     int ret;
 
@@ -891,6 +1016,8 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
     ucs_list_head_init(&self->zombie_eps);
+    ucs_list_head_init(&self->draining);
+    self->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* 0 is an id */
     ucs_list_head_init(&self->conn.connecting);
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);
@@ -961,11 +1088,27 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    /* The payload aligned as the user asks (am_alignment and its offset),
+     * by default to a cache line */
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
+        !ucs_is_pow2(params->am_alignment)) {
+        ucs_error("rc_share: am_alignment %zu is not a power of 2",
+                  params->am_alignment);
+        status = UCS_ERR_INVALID_PARAM;
+        goto err;
+    }
+    status = uct_iface_param_am_alignment(params, self->config.seg_size,
+                                          self->config.rx_payload_offset,
+                                          self->config.rx_payload_offset,
+                                          &rx_align, &rx_align_offset);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
     status = uct_ibshare_mpool_init(md->res, &self->rx_mp,
                                     self->config.rx_payload_offset +
                                     self->config.seg_size,
-                                    self->config.rx_payload_offset,
-                                    UCS_SYS_CACHE_LINE_SIZE,
+                                    rx_align_offset, rx_align,
                                     (config->rx_mp.bufs_grow != 0) ?
                                     config->rx_mp.bufs_grow :
                                     config->rx_queue_len,
@@ -984,7 +1127,22 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    status = uct_ibshare_ucx_mpool_init(&self->backlog_mp, 0,
+                            sizeof(uct_rc_share_backlog_op_t) +
+                            self->config.max_inline, 0, sizeof(uint64_t), 16,
+                            UINT_MAX, &uct_rc_share_backlog_mpool_ops,
+                            "rc_share_backlog");
+    if (status != UCS_OK) {
+        goto err;
+    }
+
     status = uct_rc_share_conn_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    /* Last: from here the async context may answer handshakes */
+    status = uct_rc_share_conn_async_start(self);
     if (status != UCS_OK) {
         goto err;
     }

@@ -1,0 +1,40 @@
+#!/bin/sh
+# An Open MPI job over rc_share alone where rank 1 computes for 60 s without
+# calling MPI while rank 0's first messages to it (eager and rendezvous) are
+# in flight (test/guest/mpi_compute.c): the job completes, every byte
+# arrives, and nothing fails or warns. mpi_add_procs_cutoff 0 makes Open MPI
+# create its UCX endpoints at the first message instead of in MPI_Init, so
+# the connection itself is made while rank 1 computes: rc_share's connection
+# timeout is 30 s, and the target must answer the handshake without
+# progress (a transport that answers only from progress fails here).
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+compute_s=60
+src=$IBSHARE_SRCDIR/test/guest/mpi_compute.c
+prog=$IBSHARE_BUILDDIR/test/guest/mpi_compute
+mkdir -p "$IBSHARE_BUILDDIR/test/guest"
+if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
+    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
+fi
+check "mpi_compute is built (mpicc)" test -x "$prog"
+
+in_guest --mem 2G --timeout 600 sh -c '
+    timeout 400 mpirun --allow-run-as-root --oversubscribe -np 2 \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca mpi_add_procs_cutoff 0 \
+        -x LD_PRELOAD="$IBSHARE_MODULE" -x UCX_TLS=rc_share,self \
+        -x UCX_NET_DEVICES=rxe0:1 "$2" "$3" > "$1/out" 2>&1
+    echo $? > "$1/rc"
+' sh "$tmpdir" "$prog" "$compute_s"
+check "the guest ran mpirun" test $? -eq 0
+cat "$tmpdir/out"
+rc=$(cat "$tmpdir/rc" 2>/dev/null || echo none)
+check "mpirun exits 0 (status $rc)" test "$rc" = 0
+check "rank 0: PASS (every byte arrived, the answer came)" \
+    grep -q '^mpi_compute: PASS' "$tmpdir/out"
+elapsed=$(sed -n 's/.*came after \([0-9]*\)\..*/\1/p' "$tmpdir/out")
+check "the answer came after rank 1's $compute_s s of computing\
+ (${elapsed:-?} s)" test "${elapsed:-0}" -ge "$compute_s"
+check "no UCX error or warning, no timeout, no crash" \
+    sh -c "! grep -qiE 'UCX +(ERROR|WARN)|timeout|show_help|Assertion|received signal' '$tmpdir/out'"
+finish
