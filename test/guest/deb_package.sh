@@ -33,7 +33,9 @@ deb=$(ls "$tmpdir"/ucx-ibshare_*.deb 2>/dev/null | head -n 1)
 check "it made ucx-ibshare_*.deb" test -n "$deb"
 [ -n "$deb" ] || finish
 
-dpkg-deb -c "$deb" | awk '{ print $NF }' > "$tmpdir/files"
+# Each line: mode, owner, size, date, time, then the name (and "-> target"
+# for a link, whose last field is the target)
+dpkg-deb -c "$deb" | sed -E 's/^([^ ]+ +){5}//' > "$tmpdir/files"
 sed 's/^/    /' "$tmpdir/files"
 for f in ".$moduledir/libuct_ibshare.so.0" ./usr/bin/ibshare_info \
          ./usr/bin/ibshare-run ./usr/share/man/man1/ibshare_info.1.gz; do
