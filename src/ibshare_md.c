@@ -89,7 +89,9 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 
     {"FAULT", "none",
      "For tests only: make the serving member die or misbehave at one step\n"
-     "of a hand-off.",
+     "of a hand-off (create_exit, accept_exit, join_exit, desc_exit, stall,\n"
+     "garbage, truncated), or make this rank's import of the leader's MR\n"
+     "fail (import_fail: it then runs its own PD, as in fallback mode).",
      ucs_offsetof(uct_ibshare_md_config_t, fault),
      UCS_CONFIG_TYPE_ENUM(uct_ibshare_node_fault_names)},
 

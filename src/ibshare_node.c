@@ -231,7 +231,18 @@ static void uct_ibshare_node_record_set(uct_ibshare_node_t *node,
     rec->regs_done    = 0;
     rec->regs_avoided = 0;
     rec->mrs_held     = 0;
+    __atomic_store_n(&rec->mode, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rec->pid, pid, __ATOMIC_RELEASE);
+}
+
+void uct_ibshare_node_set_mode(uct_ibshare_node_t *node, uint32_t mode)
+{
+    if ((node == NULL) || (node->state == NULL) ||
+        (node->record >= node->state->num_records)) {
+        return;
+    }
+    __atomic_store_n(&node->state->records[node->record].mode, mode,
+                     __ATOMIC_RELEASE);
 }
 
 void uct_ibshare_node_set_counters(uct_ibshare_node_t *node,
@@ -417,7 +428,9 @@ static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
         return UCS_ERR_IO_ERROR;
     }
 
-    /* The state is for ibshare_info only: without it we still work */
+    /* The state is for ibshare_info and for retiring the slices of killed
+     * shared-mode members: without it we still work, those slices may be
+     * handed out again */
     if (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
                                    desc->num_slices, &node->state,
                                    &node->state_size) != UCS_OK) {

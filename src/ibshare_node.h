@@ -24,7 +24,7 @@
 
 
 /* Test-only fault injection (UCX_IBSHARE_FAULT): where the server dies or
- * misbehaves during a hand-off */
+ * misbehaves during a hand-off, or a joiner's import fails */
 typedef enum {
     UCT_IBSHARE_FAULT_NONE,
     UCT_IBSHARE_FAULT_CREATE_EXIT,      /* founder exits inside create() */
@@ -34,6 +34,7 @@ typedef enum {
     UCT_IBSHARE_FAULT_STALL,            /* server accepts and never answers */
     UCT_IBSHARE_FAULT_GARBAGE,          /* server answers with garbage */
     UCT_IBSHARE_FAULT_TRUNCATED,        /* server answers half a descriptor */
+    UCT_IBSHARE_FAULT_IMPORT_FAIL,      /* a joiner's ibv_import_mr fails */
     UCT_IBSHARE_FAULT_LAST
 } uct_ibshare_node_fault_t;
 
@@ -102,6 +103,14 @@ int uct_ibshare_node_leave(uct_ibshare_node_t *node);
  */
 void uct_ibshare_node_set_fault(uct_ibshare_node_t *node, unsigned fault);
 
+/*
+ * Publish this member's mode (uct_ibshare_group_mode_t: shared, or fallback
+ * when it runs its own PD), before it creates any QP. A slice whose holder
+ * dies in shared mode is never handed out again: the holder's QPs live on in
+ * the group's shared context and may still write into it.
+ */
+void uct_ibshare_node_set_mode(uct_ibshare_node_t *node, uint32_t mode);
+
 /* Publish this member's registration counters for ibshare_info */
 void uct_ibshare_node_set_counters(uct_ibshare_node_t *node,
                                    uint64_t regs_done, uint64_t regs_avoided,
@@ -116,9 +125,12 @@ typedef struct uct_ibshare_node_group_info {
     pid_t    server_pid;
     unsigned num_members;
     pid_t    member_pids[UCT_IBSHARE_DESC_MAX_SLICES];
+    uint32_t member_modes[UCT_IBSHARE_DESC_MAX_SLICES]; /* 0: unknown */
+    uint32_t member_slices[UCT_IBSHARE_DESC_MAX_SLICES]; /* or NO_SLICE */
     uint64_t pool_size;
     uint64_t slice_size;
     unsigned slices_used;
+    unsigned slices_retired;    /* held by shared-mode members that died */
     uint64_t mrs_held;          /* MRs of every member, the pool MR included */
     uint64_t regs_done, regs_avoided;
 } uct_ibshare_node_group_info_t;

@@ -469,12 +469,19 @@ static int uct_ibshare_node_read_group(int fd, const struct stat *st,
     }
 
     for (i = 0; i < state->num_records; ++i) {
+        rec = &state->records[i];
         if (uct_ibshare_lock_test(fd, UCT_IBSHARE_LOCK_RECORD0 + i) != 1) {
+            if ((i < state->num_slices) && (rec->pid != 0) &&
+                (rec->mode == UCT_IBSHARE_GROUP_SHARED)) {
+                ++info->slices_retired;
+            }
             continue;
         }
-        rec = &state->records[i];
         if (info->num_members < UCT_IBSHARE_DESC_MAX_SLICES) {
-            info->member_pids[info->num_members] = rec->pid;
+            info->member_pids[info->num_members]   = rec->pid;
+            info->member_modes[info->num_members]  = rec->mode;
+            info->member_slices[info->num_members] =
+                (i < state->num_slices) ? i : UCT_IBSHARE_DESC_NO_SLICE;
         }
         ++info->num_members;
         if (i < state->num_slices) {

@@ -53,10 +53,14 @@
     (UCT_IBSHARE_DESC_MAX_SLICES + UCT_IBSHARE_STATE_EXTRA_RECORDS)
 
 
-/* One member, as ibshare_info shows it; pid 0: free */
+/* One member, as ibshare_info shows it; pid 0: free. A record that keeps
+ * its pid with nobody holding its lock belongs to a member that died; in
+ * shared mode its slice is retired (see uct_ibshare_node_pick_slice). */
 typedef struct uct_ibshare_node_record {
     uint32_t pid;
-    uint32_t reserved;
+    uint32_t mode;          /* uct_ibshare_group_mode_t of the member (a
+                               shared group's member whose import failed
+                               runs in fallback mode); 0: not yet known */
     uint64_t regs_done;
     uint64_t regs_avoided;
     uint64_t mrs_held;

@@ -38,6 +38,7 @@ const char *uct_ibshare_node_fault_names[] = {
     [UCT_IBSHARE_FAULT_STALL]       = "stall",
     [UCT_IBSHARE_FAULT_GARBAGE]     = "garbage",
     [UCT_IBSHARE_FAULT_TRUNCATED]   = "truncated",
+    [UCT_IBSHARE_FAULT_IMPORT_FAIL] = "import_fail",
     [UCT_IBSHARE_FAULT_LAST]        = NULL
 };
 
@@ -115,6 +116,29 @@ static void uct_ibshare_node_slice_handed(uct_ibshare_node_t *node,
     victim->expiry = uct_ibshare_node_deadline(node);
 }
 
+/*
+ * Whether the free slice was last held by a member that died in shared mode.
+ * Its QPs, CQs and receive buffers live on in the group's shared context
+ * until the group ends, and its peers may still write into its memory
+ * through the one pool MR: handing the slice to a newcomer would let them
+ * overwrite the newcomer's buffers. A member that leaves clears its pid
+ * before it lets go of the lock, so a pid left in an unlocked record is a
+ * death.
+ */
+static int uct_ibshare_node_slice_retired(const uct_ibshare_node_t *node,
+                                          uint32_t slice)
+{
+    const uct_ibshare_node_record_t *rec;
+
+    if ((node->state == NULL) || (slice >= node->state->num_records)) {
+        return 0;
+    }
+    rec = &node->state->records[slice];
+    return (__atomic_load_n(&rec->pid, __ATOMIC_ACQUIRE) != 0) &&
+           (__atomic_load_n(&rec->mode, __ATOMIC_ACQUIRE) ==
+            UCT_IBSHARE_GROUP_SHARED);
+}
+
 uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
 {
     ucs_time_t now = ucs_get_time();
@@ -125,7 +149,8 @@ uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
         if ((slice != node->record) &&
             !uct_ibshare_node_slice_pending(node, slice, now) &&
             (uct_ibshare_lock_test(node->lock_fd,
-                                   UCT_IBSHARE_LOCK_RECORD0 + slice) == 0)) {
+                                   UCT_IBSHARE_LOCK_RECORD0 + slice) == 0) &&
+            !uct_ibshare_node_slice_retired(node, slice)) {
             return slice;
         }
     }

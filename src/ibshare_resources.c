@@ -185,6 +185,7 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
     uct_ibshare_found_arg_t *found             = arg;
     uct_ibshare_resources_t *res               = found->res;
     const uct_ibshare_share_params_t *params   = found->params;
+    char reason[UCT_IBSHARE_IMPORT_REASON_MAX];
     ucs_status_t status;
 
     status = uct_ibshare_resources_open_own(res);
@@ -192,23 +193,30 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
         return status;
     }
 
-    status = uct_ibshare_import_probe(res->context, res->pd);
+    status = uct_ibshare_import_probe(res->context, res->pd, reason,
+                                      sizeof(reason));
     if (status == UCS_OK) {
         res->mode = UCT_IBSHARE_GROUP_SHARED;
-    } else if ((status == UCS_ERR_UNSUPPORTED) &&
-               (params->mode == UCT_IBSHARE_MODE_AUTO)) {
-        res->mode = UCT_IBSHARE_GROUP_FALLBACK;
-        ucs_info("%s: the provider cannot import a PD or MR (only mlx5 can); "
-                 "node group in fallback mode: each rank has its own PD and "
-                 "registers its slice of the node pool", res->dev_name);
-    } else if (status == UCS_ERR_UNSUPPORTED) {
+    } else if (params->mode == UCT_IBSHARE_MODE_SHARED) {
         ucs_error("%s: UCX_IBSHARE_MODE=shared, but the provider cannot "
-                  "import a PD or MR (ibv_import_pd: EOPNOTSUPP; only mlx5 "
-                  "can); use UCX_IBSHARE_MODE=auto or private",
-                  res->dev_name);
+                  "import this context (%s; only mlx5 can); use "
+                  "UCX_IBSHARE_MODE=auto or private", res->dev_name, reason);
         return status;
     } else {
-        return status;
+        res->mode = UCT_IBSHARE_GROUP_FALLBACK;
+        if (status == UCS_ERR_UNSUPPORTED) {
+            ucs_info("%s: the provider cannot import a PD or MR (%s; only "
+                     "mlx5 can); node group in fallback mode: each rank has "
+                     "its own PD and registers its slice of the node pool",
+                     res->dev_name, reason);
+        } else {
+            /* Has import, and it failed: a kernel or firmware matter the
+             * administrator should hear of */
+            ucs_warn("%s: the provider cannot import this context (%s); "
+                     "node group in fallback mode: each rank has its own PD "
+                     "and registers its slice of the node pool",
+                     res->dev_name, reason);
+        }
     }
 
     res->pool_size = uct_ibshare_pool_size(params);
@@ -262,12 +270,49 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
 
 /* ------------------------------------------------------------ joining */
 
+/* A shared-mode joiner imports the leader's context, PD and MR; cmd_fd is
+ * taken. On failure nothing is imported and reason says why. */
+static ucs_status_t
+uct_ibshare_group_import(uct_ibshare_resources_t *res,
+                         const uct_ibshare_desc_t *desc, int cmd_fd,
+                         const uct_ibshare_share_params_t *params,
+                         char *reason, size_t max)
+{
+    ucs_status_t status;
+
+    status = uct_ibshare_import(cmd_fd, desc->pd_handle, desc->mr_handle,
+                                params->fault ==
+                                UCT_IBSHARE_FAULT_IMPORT_FAIL,
+                                &res->context, &res->pd, &res->pool_mr,
+                                reason, max);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((res->pool_mr->lkey != desc->lkey) ||
+        (res->pool_mr->rkey != desc->rkey)) {
+        ucs_snprintf_zero(reason, max, "the imported pool MR has keys "
+                          "0x%x/0x%x, the descriptor says 0x%x/0x%x",
+                          res->pool_mr->lkey, res->pool_mr->rkey, desc->lkey,
+                          desc->rkey);
+        uct_ibshare_import_release(res->dev_name, res->context, res->pd,
+                                   res->pool_mr, 0);
+        res->context = NULL;
+        res->pd      = NULL;
+        res->pool_mr = NULL;
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
 /* A joiner's part: the pool, and the leader's objects or its own */
 static ucs_status_t
 uct_ibshare_group_attach(uct_ibshare_resources_t *res,
-                         const uct_ibshare_node_member_t *member)
+                         const uct_ibshare_node_member_t *member,
+                         const uct_ibshare_share_params_t *params)
 {
     const uct_ibshare_desc_t *desc = &member->desc;
+    char reason[UCT_IBSHARE_IMPORT_REASON_MAX];
     ucs_status_t status;
 
     res->mode      = desc->mode;
@@ -277,27 +322,34 @@ uct_ibshare_group_attach(uct_ibshare_resources_t *res,
     status = uct_ibshare_pool_map(res->pool_fd, res->pool_size,
                                   &res->pool_address);
     if (status != UCS_OK) {
+        if (member->cmd_fd >= 0) {
+            close(member->cmd_fd);
+        }
         return status;
     }
 
-    if (desc->mode == UCT_IBSHARE_GROUP_SHARED) {
-        status = uct_ibshare_import(res->dev_name, member->cmd_fd,
-                                    desc->pd_handle, desc->mr_handle,
-                                    &res->context, &res->pd, &res->pool_mr);
-        if (status != UCS_OK) {
-            return status;
-        }
-        if ((res->pool_mr->lkey != desc->lkey) ||
-            (res->pool_mr->rkey != desc->rkey)) {
-            ucs_error("%s: the imported pool MR has keys 0x%x/0x%x, the "
-                      "descriptor says 0x%x/0x%x", res->dev_name,
-                      res->pool_mr->lkey, res->pool_mr->rkey, desc->lkey,
-                      desc->rkey);
-            return UCS_ERR_INVALID_PARAM;
-        }
+    if (desc->mode != UCT_IBSHARE_GROUP_SHARED) {
+        return uct_ibshare_resources_open_own(res);
+    }
+
+    status = uct_ibshare_group_import(res, desc, member->cmd_fd, params,
+                                      reason, sizeof(reason));
+    if (status == UCS_OK) {
         return UCS_OK;
     }
 
+    if (params->mode == UCT_IBSHARE_MODE_SHARED) {
+        ucs_error("%s: importing the node group's objects failed (%s), and "
+                  "UCX_IBSHARE_MODE=shared", res->dev_name, reason);
+        return status;
+    }
+
+    /* The group and its pool still serve this rank; only its keys are its
+     * own, as every rank's are in fallback mode */
+    ucs_warn("%s: importing the node group's objects failed (%s); this rank "
+             "runs its own PD and registers its slice of the node pool, as "
+             "in fallback mode", res->dev_name, reason);
+    res->mode = UCT_IBSHARE_GROUP_FALLBACK;
     return uct_ibshare_resources_open_own(res);
 }
 
@@ -428,11 +480,14 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
     }
 
     if (!member.founder) {
-        status = uct_ibshare_group_attach(res, &member);
+        status = uct_ibshare_group_attach(res, &member, params);
         if (status != UCS_OK) {
             goto err_leave;
         }
     }
+    /* Before any QP exists: a slice whose shared-mode holder dies is never
+     * handed out again (its QPs outlive it in the shared context) */
+    uct_ibshare_node_set_mode(res->node, res->mode);
 
     if (member.desc.slice == UCT_IBSHARE_DESC_NO_SLICE) {
         ucs_warn("%s: no free slice in the node pool (%u slices of %zu "

@@ -85,10 +85,32 @@ static void ibshare_info_group(const uct_ibshare_node_group_info_t *info,
         printf(" %d", (int)info->member_pids[i]);
     }
     printf(")\n");
+    for (i = 0; (i < info->num_members) && (i < UCT_IBSHARE_DESC_MAX_SLICES);
+         ++i) {
+        printf("    pid %-8d ", (int)info->member_pids[i]);
+        if (info->member_slices[i] == UCT_IBSHARE_DESC_NO_SLICE) {
+            printf("no slice  ");
+        } else {
+            printf("slice %-3u ", info->member_slices[i]);
+        }
+        if (info->member_modes[i] == 0) {
+            printf("(joining)\n");
+        } else if ((info->member_modes[i] == UCT_IBSHARE_GROUP_FALLBACK) &&
+                   (info->mode == UCT_IBSHARE_GROUP_SHARED)) {
+            printf("fallback (its own PD: its import failed)\n");
+        } else {
+            printf("%s\n", uct_ibshare_group_mode_str(info->member_modes[i]));
+        }
+    }
     printf("  pool:           %" PRIu64 " bytes, %" PRIu64 " slices of %"
-           PRIu64 " bytes, %u used\n", info->pool_size,
+           PRIu64 " bytes, %u used", info->pool_size,
            (info->slice_size != 0) ? info->pool_size / info->slice_size : 0,
            info->slice_size, info->slices_used);
+    if (info->slices_retired != 0) {
+        printf(", %u retired (their shared-mode holders were killed)",
+               info->slices_retired);
+    }
+    printf("\n");
     printf("  MRs registered: %" PRIu64 "\n", info->mrs_held);
     printf("  registrations:  %" PRIu64 " done, %" PRIu64 " avoided\n",
            info->regs_done, info->regs_avoided);
