@@ -11,6 +11,21 @@
 test_name=$(basename "$0" .sh)
 failures=0
 
+# The node-group tests run in both modes of the group: NAME.sh in a guest
+# with Debian's rxe provider, which cannot import (fallback mode), and
+# NAME.shared (made by make from NAME.sh) in a guest with the test bed's
+# import provider (contrib/vm/run --import: shared mode, as on mlx5).
+# IBSHARE_TEST_MODE=shared runs a NAME.sh by hand the second way.
+case $0 in
+*.shared) IBSHARE_TEST_MODE=shared ;;
+*) IBSHARE_TEST_MODE=${IBSHARE_TEST_MODE:-fallback} ;;
+esac
+case $IBSHARE_TEST_MODE in
+shared | fallback) ;;
+*) echo "$test_name: IBSHARE_TEST_MODE=$IBSHARE_TEST_MODE: want shared or fallback" >&2
+   exit 99 ;;
+esac
+
 fail() {
     echo "FAIL: $test_name: $*" >&2
     failures=$((failures + 1))
@@ -78,11 +93,16 @@ rc_share_devices() {
     ' "$1"
 }
 
-# in_guest [vm options] CMD...: runs CMD in the soft-RoCE QEMU guest
+# in_guest [vm options] CMD...: runs CMD in the soft-RoCE QEMU guest, with
+# the import provider in shared mode (IBSHARE_TEST_MODE is passed on)
 # The guest shares only the working directory read-write with the host, so it
 # runs in the build tree and the tests keep their files there.
 in_guest() {
-    set -- --env "IBSHARE_PRELOAD=$IBSHARE_PRELOAD" "$@"
+    set -- --env "IBSHARE_PRELOAD=$IBSHARE_PRELOAD" \
+        --env "IBSHARE_TEST_MODE=$IBSHARE_TEST_MODE" "$@"
+    if [ "$IBSHARE_TEST_MODE" = shared ]; then
+        set -- --import "$@"
+    fi
     if [ -n "${UCX_PLUGIN_PATH:-}" ]; then
         set -- --env "UCX_PLUGIN_PATH=$UCX_PLUGIN_PATH" "$@"
     fi

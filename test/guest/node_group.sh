@@ -1,18 +1,24 @@
 #!/bin/sh
-# A node group on rxe0, which cannot import (fallback mode): 8 processes of
-# one job each open the rc_share iface and register exactly once, their slice
-# of the node pool; memory from the slice costs no registration; each writes
-# into the next one's slice over RDMA, checked byte for byte
+# A node group of 8 processes of one job on rxe0, each opening the rc_share
+# iface; memory from the slice costs no registration; each writes into the
+# next one's slice over RDMA and reads it back, checked byte for byte
 # (test/guest/node_member.c). ibshare_info shows the live group; after the
-# job no MR, no group and no socket of it is left. Then a pool of 2 slices
-# for 3 members: the third runs with private resources and one warning.
+# job no MR, no PD, no group and no socket of it is left. Then a pool of 2
+# slices for 3 members: the third runs with private resources and one
+# warning; a bad pool size; a member under valgrind.
+#   fallback mode (Debian's rxe provider, no import): every member registers
+#     exactly once, its slice; 8 PDs and 8 MRs on the node.
+#   shared mode (.shared: the test bed's import provider): the leader
+#     registers the pool once and the others import it and register nothing;
+#     one PD and one MR on the node, whatever the number of members.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 members=8
+mode=$IBSHARE_TEST_MODE
 mkdir -p "$tmpdir/meet"
 
 in_guest --timeout 400 sh -c '
-    out=$1 members=$2 prog=$3 count_reg=$4 info=$5
+    out=$1 members=$2 prog=$3 count_reg=$4 info=$5 mode=$6
     export LD_PRELOAD="$count_reg $IBSHARE_PRELOAD"
     # The group'"'"'s socket needs a local file system: the guest'"'"'s /tmp
     rt=$(mktemp -d)
@@ -20,7 +26,7 @@ in_guest --timeout 400 sh -c '
     export UCX_LOG_LEVEL=info
     i=0
     while [ $i -lt $members ]; do
-        "$prog" "$out/meet" $i $members rxe0:1 fallback > "$out/member.$i" 2>&1 &
+        "$prog" "$out/meet" $i $members rxe0:1 $mode > "$out/member.$i" 2>&1 &
         i=$((i + 1))
     done
 
@@ -32,10 +38,12 @@ in_guest --timeout 400 sh -c '
     done
     env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.live" 2>&1
     rdma res show mr > "$out/mr.live"
+    rdma res show pd > "$out/pd.live"
     touch "$out/meet/release"
     wait
     env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.after" 2>&1
     rdma res show mr > "$out/mr.after"
+    rdma res show pd > "$out/pd.after"
     ls -A "$rt/ucx-ibshare-$(id -u)" | grep "\.sock$" > "$out/files.after" || :
 
     # Not enough slices
@@ -63,45 +71,65 @@ in_guest --timeout 400 sh -c '
     valgrind -q --error-exitcode=9 --leak-check=full --num-callers=40 \
         --suppressions="$IBSHARE_SRCDIR/test/valgrind.supp" \
         --errors-for-leak-kinds=definite --show-possibly-lost=no \
-        "$prog" "$out/vg/meet" 0 2 rxe0:1 fallback > "$out/vg/member.0" 2>&1 &
+        "$prog" "$out/vg/meet" 0 2 rxe0:1 $mode > "$out/vg/member.0" 2>&1 &
     vg=$!
-    "$prog" "$out/vg/meet" 1 2 rxe0:1 fallback > "$out/vg/member.1" 2>&1 &
+    "$prog" "$out/vg/meet" 1 2 rxe0:1 $mode > "$out/vg/member.1" 2>&1 &
     touch "$out/vg/meet/release"
     wait $vg
     echo $? > "$out/vg/rc"
     wait
 ' sh "$tmpdir" "$members" "$IBSHARE_BUILDDIR/test/guest/node_member" \
      "$IBSHARE_BUILDDIR/test/guest/.libs/libcount_reg.so" \
-     "$IBSHARE_BUILDDIR/ibshare_info"
+     "$IBSHARE_BUILDDIR/ibshare_info" "$mode"
 check "guest ran" test $? -eq 0
 
-i=0
+if [ "$mode" = shared ]; then
+    per_node=1 fallback_expected=0
+else
+    per_node=$members fallback_expected=1
+fi
+i=0 total=0
 while [ $i -lt $members ]; do
     grep -v '^ok:' "$tmpdir/member.$i" | grep -v "^\[" | head -5
-    check "member $i: every check passed, 1 registration" \
-          sh -c "grep -q '^registrations: 1\$' '$tmpdir/member.$i' &&
-                 ! grep -q '^FAIL' '$tmpdir/member.$i'"
+    regs=$(sed -n 's/^registrations: //p' "$tmpdir/member.$i")
+    check "member $i: every check passed (registrations: ${regs:-none})" \
+          sh -c "test -n '$regs' && ! grep -q '^FAIL' '$tmpdir/member.$i'"
+    total=$((total + ${regs:-0}))
     i=$((i + 1))
 done
+if [ "$mode" = shared ]; then
+    check "the node made 1 registration in all, the pool's ($total)" \
+          test "$total" -eq 1
+else
+    check "each member made 1 registration, its slice ($total in all)" \
+          test "$total" -eq "$members"
+fi
 
 fallback_lines=$(cat "$tmpdir"/member.* | grep -c "node group in fallback mode")
-check "one info line says the group runs in fallback mode ($fallback_lines)" \
-      test "$fallback_lines" -eq 1
+check "$fallback_expected info line(s) say the group runs in fallback mode ($fallback_lines)" \
+      test "$fallback_lines" -eq "$fallback_expected"
 
 cat "$tmpdir/info.live"
 check "ibshare_info shows the group of the job" \
       grep -q "node-group-test" "$tmpdir/info.live"
 check "ibshare_info shows $members members" \
       grep -qE "members: *$members\b" "$tmpdir/info.live"
-check "ibshare_info shows fallback mode" \
-      grep -q "fallback" "$tmpdir/info.live"
+check "ibshare_info shows $mode mode" \
+      grep -qE "^  mode: +$mode\$" "$tmpdir/info.live"
+member_lines=$(grep -cE "^    pid +[0-9]+ +slice +[0-9]+ +$mode\$" "$tmpdir/info.live")
+check "ibshare_info shows each member in $mode mode ($member_lines)" \
+      test "$member_lines" -eq "$members"
 mrs=$(grep -c . "$tmpdir/mr.live")
-check "the kernel held one MR per member while the job ran ($mrs)" \
-      test "$mrs" -eq "$members"
+pds=$(grep -c . "$tmpdir/pd.live")
+check "the kernel held $per_node MR(s) while the job ran ($mrs)" \
+      test "$mrs" -eq "$per_node"
+check "the kernel held $per_node PD(s) while the job ran ($pds)" \
+      test "$pds" -eq "$per_node"
 
 check "after the job ibshare_info shows no group" \
       sh -c "! grep -q 'node-group-test' '$tmpdir/info.after'"
 check "after the job the kernel holds no MR" test ! -s "$tmpdir/mr.after"
+check "after the job the kernel holds no PD" test ! -s "$tmpdir/pd.after"
 cat "$tmpdir/files.after"
 check "after the job no socket is left" test ! -s "$tmpdir/files.after"
 

@@ -1,8 +1,9 @@
 /**
  * One member of a node group test (test/guest/node_group.sh): opens the
  * rc_share iface (which joins the group), allocates a buffer from its slice,
- * and RDMA-writes a pattern into the next member's buffer, checking the
- * registrations it makes on the way (count_reg.c is preloaded).
+ * RDMA-writes a pattern into the next member's buffer and reads it back,
+ * checking the registrations it makes on the way (count_reg.c is
+ * preloaded).
  *
  *   node_member DIR INDEX COUNT DEVICE:PORT MODE
  *
@@ -207,7 +208,7 @@ static void wait_comp(uct_completion_t *comp, ucs_status_t status,
 int main(int argc, char **argv)
 {
     uct_completion_t comp = {.func = completed};
-    uct_allocated_memory_t local, source, second;
+    uct_allocated_memory_t local, source, second, readback;
     uct_iface_params_t iface_params;
     uct_mem_alloc_params_t alloc;
     uct_iface_config_t *iface_config;
@@ -303,7 +304,8 @@ int main(int argc, char **argv)
     alloc.mds.mds    = &md;
     alloc.mds.count  = 1;
     if ((uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &local) != UCS_OK) ||
-        (uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &source) != UCS_OK)) {
+        (uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &source) != UCS_OK) ||
+        (uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &readback) != UCS_OK)) {
         DIE("uct_mem_alloc(md ibshare) failed");
     }
     CHECK((local.method == UCT_ALLOC_METHOD_MD) && (local.md == md),
@@ -389,6 +391,21 @@ int main(int argc, char **argv)
     }
     CHECK(bad == 0, "member %d's RDMA write into our slice arrived intact "
           "(%d of %d bytes differ)", prev, bad, BUF_SIZE);
+
+    /* And what we wrote reads back from the next member's slice */
+    memset(readback.address, 0, BUF_SIZE);
+    iov.buffer  = readback.address;
+    iov.memh    = readback.memh;
+    comp.count  = 1;
+    comp.status = UCS_OK;
+    do {
+        status = uct_ep_get_zcopy(ep, &iov, 1, peer.buffer, rkey.rkey, &comp);
+        uct_worker_progress(worker);
+    } while (status == UCS_ERR_NO_RESOURCE);
+    wait_comp(&comp, status, "get_zcopy");
+    CHECK(!memcmp(readback.address, source.address, BUF_SIZE),
+          "an RDMA read of member %d's slice returns what we wrote there",
+          next);
     CHECK(any || (registrations() == regs), "the whole run made no "
           "registration beyond the pool or slice (%lu)", registrations());
     printf("registrations: %lu\n", registrations());
@@ -399,6 +416,7 @@ int main(int argc, char **argv)
 
     uct_rkey_release(component, &rkey);
     uct_ep_destroy(ep);
+    uct_mem_free(&readback);
     uct_mem_free(&source);
     uct_mem_free(&local);
     uct_iface_close(iface);

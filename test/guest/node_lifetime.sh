@@ -1,0 +1,3 @@
+#!/bin/sh
+# placeholder: being written
+exit 1
