@@ -13,11 +13,11 @@ failures=0
 
 # The node-group tests run in both modes of the group: NAME.sh in a guest
 # with Debian's rxe provider, which cannot import (fallback mode), and
-# NAME.shared (made by make from NAME.sh) in a guest with the test bed's
-# import provider (contrib/vm/run --import: shared mode, as on mlx5).
+# NAME-shared.sh (made by make, it sources NAME.sh) in a guest with the test
+# bed's import provider (contrib/vm/run --import: shared mode, as on mlx5).
 # IBSHARE_TEST_MODE=shared runs a NAME.sh by hand the second way.
 case $0 in
-*.shared) IBSHARE_TEST_MODE=shared ;;
+*-shared.sh) IBSHARE_TEST_MODE=shared ;;
 *) IBSHARE_TEST_MODE=${IBSHARE_TEST_MODE:-fallback} ;;
 esac
 case $IBSHARE_TEST_MODE in
