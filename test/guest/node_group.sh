@@ -22,6 +22,9 @@ in_guest --timeout 400 sh -c '
     export LD_PRELOAD="$count_reg $IBSHARE_PRELOAD"
     # The group'"'"'s socket needs a local file system: the guest'"'"'s /tmp
     rt=$(mktemp -d)
+    # The kernel'"'"'s own (ib_mad'"'"'s PD): what the job leaves must be this
+    rdma res show mr > "$out/mr.before"
+    rdma res show pd > "$out/pd.before"
     export UCX_IBSHARE_JOB_KEY=node-group-test UCX_IBSHARE_RUNTIME_DIR=$rt
     export UCX_LOG_LEVEL=info
     i=0
@@ -119,17 +122,20 @@ check "ibshare_info shows $mode mode" \
 member_lines=$(grep -cE "^    pid +[0-9]+ +slice +[0-9]+ +$mode\$" "$tmpdir/info.live")
 check "ibshare_info shows each member in $mode mode ($member_lines)" \
       test "$member_lines" -eq "$members"
-mrs=$(grep -c . "$tmpdir/mr.live")
-pds=$(grep -c . "$tmpdir/pd.live")
-check "the kernel held $per_node MR(s) while the job ran ($mrs)" \
+mrs=$(($(grep -c . "$tmpdir/mr.live") - $(grep -c . "$tmpdir/mr.before")))
+pds=$(($(grep -c . "$tmpdir/pd.live") - $(grep -c . "$tmpdir/pd.before")))
+check "the job held $per_node MR(s) while it ran ($mrs)" \
       test "$mrs" -eq "$per_node"
-check "the kernel held $per_node PD(s) while the job ran ($pds)" \
+check "the job held $per_node PD(s) while it ran ($pds)" \
       test "$pds" -eq "$per_node"
 
 check "after the job ibshare_info shows no group" \
       sh -c "! grep -q 'node-group-test' '$tmpdir/info.after'"
-check "after the job the kernel holds no MR" test ! -s "$tmpdir/mr.after"
-check "after the job the kernel holds no PD" test ! -s "$tmpdir/pd.after"
+cat "$tmpdir/pd.before"
+check "after the job the kernel holds the MRs it held before it" \
+      cmp -s "$tmpdir/mr.before" "$tmpdir/mr.after"
+check "after the job the kernel holds the PDs it held before it" \
+      cmp -s "$tmpdir/pd.before" "$tmpdir/pd.after"
 cat "$tmpdir/files.after"
 check "after the job no socket is left" test ! -s "$tmpdir/files.after"
 

@@ -14,9 +14,9 @@
  * member may run with private resources).
  *
  * Members meet through files in DIR: addr.<i> (how to reach member i),
- * written.<i> (member i's write is flushed), checked.<i> (member i checked
- * its buffer); the script creates DIR/release when it has looked at the
- * live group.
+ * written.<i> (member i's write is flushed), read.<i> (member i read it
+ * back), checked.<i> (member i checked its buffer); the script creates
+ * DIR/release when it has looked at the live group.
  */
 #define _GNU_SOURCE
 #include <uct/api/uct.h>
@@ -406,6 +406,9 @@ int main(int argc, char **argv)
     CHECK(!memcmp(readback.address, source.address, BUF_SIZE),
           "an RDMA read of member %d's slice returns what we wrote there",
           next);
+    /* Nobody leaves (its QPs with it) while a peer still reads from it */
+    publish("read", "", 0);
+    wait_all("read", count);
     CHECK(any || (registrations() == regs), "the whole run made no "
           "registration beyond the pool or slice (%lu)", registrations());
     printf("registrations: %lu\n", registrations());
