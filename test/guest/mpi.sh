@@ -7,7 +7,10 @@
 # transport under test, and nothing but it (or self), on the tag lanes (pml
 # ucx) and the rma lanes (osc ucx). For rc_share, the transport's own
 # counters (lines with "rc_share" and "bytes", printed at info level when its
-# iface closes) must appear. Also: 4 ranks with shared memory added to UCX_TLS
+# iface closes) must appear, every rank must have run on the node group's
+# resources in the test's mode, and while 4 ranks run the kernel holds one
+# PD and one pool MR for the node in shared mode (the import provider), one
+# PD and one slice MR per rank in fallback mode. Also: 4 ranks with shared memory added to UCX_TLS
 # pass (lanes only reported), and pml ucx fails, instead of falling back to
 # another pml, when UCX has no device.
 #
@@ -38,10 +41,42 @@ run_mpi() {
          "$(cat "$out/$name.rc"), $(($(date +%s) - start)) s"
 }
 
+# run_mpi_sampled OUT NAME NP TLS [mpirun options]: run_mpi, with the
+# kernel's PDs and MRs (rdma res show) sampled while it runs: OUT/NAME.pd.*
+# and OUT/NAME.mr.* before, at the most PDs, and after
+run_mpi_sampled() {
+    for what in pd mr; do
+        rdma res show $what > "$1/$2.$what.before"
+        cp "$1/$2.$what.before" "$1/$2.$what.max"
+    done
+    run_mpi "$@" &
+    job=$!
+    most=$(grep -c . "$1/$2.pd.before")
+    while kill -0 "$job" 2>/dev/null; do
+        rdma res show pd > "$1/$2.pd.now"
+        n=$(grep -c . "$1/$2.pd.now")
+        if [ "$n" -gt "$most" ]; then
+            most=$n
+            mv "$1/$2.pd.now" "$1/$2.pd.max"
+            rdma res show mr > "$1/$2.mr.max"
+        fi
+        sleep 0.2
+    done
+    wait "$job"
+    for what in pd mr; do
+        rdma res show $what > "$1/$2.$what.after"
+    done
+}
+
 guest() {
     out=$1 tls=$2 sm_tls=$3 prog=$4
     run_mpi "$out" np2 2 "$tls" -x UCX_NET_DEVICES=rxe0:1
     run_mpi "$out" np4 4 "$tls" -x UCX_NET_DEVICES=rxe0:1
+    # The device objects of the node: UCX's own ib md (which opens a context
+    # and PD of its own while UCP starts) left out, a pool of 6 slices
+    run_mpi_sampled "$out" np4_objects 4 "$tls" -x UCX_NET_DEVICES=rxe0:1 \
+        -x UCX_MODULES=^ib,rdmacm -x UCX_IBSHARE_SLICE_SIZE=11m \
+        -x UCX_IBSHARE_POOL_SIZE=66m
     run_mpi "$out" np4_sm 4 "$sm_tls" -x UCX_NET_DEVICES=rxe0:1
     run_mpi "$out" no_device 2 "$tls" -x UCX_NET_DEVICES=nonexistent0:1
 }
@@ -56,6 +91,8 @@ fi
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 tl=${IBSHARE_TEST_TL:-rc_share}
+mode=$IBSHARE_TEST_MODE
+if [ "$mode" = shared ]; then fallback_lines=0; else fallback_lines=1; fi
 case $tl in
 rc_share) tls=rc_share,self ;;
 rc_verbs) tls=rc_verbs,ud_verbs,self ;;
@@ -147,15 +184,16 @@ for run in np2 np4; do
         sed 's/^/    /' "$tmpdir/counters"
         check "$label: rc_share printed its counters (lines with rc_share\
  and bytes: $n)" test "$n" -gt 0
-        # The ranks form one node group (fallback mode on rxe), each with
-        # its slice big enough for its pml and osc ifaces
-        n=$(grep -c 'rxe0: fallback resources: [0-9]* memory registrations' \
+        # The ranks form one node group (fallback mode on Debian's rxe,
+        # shared mode on the import provider), each with its slice big
+        # enough for its pml and osc ifaces
+        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
             "$out")
-        check "$label: every rank used the node group's resources ($n of\
- $np)" test "$n" -eq "$np"
+        check "$label: every rank used the node group's resources in $mode\
+ mode ($n of $np)" test "$n" -eq "$np"
         n=$(grep -c 'node group in fallback mode' "$out")
-        check "$label: one group for the job: one fallback-mode line ($n)" \
-            test "$n" -eq 1
+        check "$label: one group for the job: $fallback_lines fallback-mode\
+ line(s) ($n)" test "$n" -eq "$fallback_lines"
         check "$label: no rank's slice of the node pool overflowed" \
             sh -c "! grep -q 'slice of the node pool is full' '$out'"
     fi
@@ -164,6 +202,37 @@ for run in np2 np4; do
         tail -n 40 "$out" >&2
     fi
 done
+
+# The node's device objects while 4 ranks ran (rdma res show, sampled)
+out=$tmpdir/np4_objects.out
+label="4 ranks, UCX_TLS=$tls, device objects"
+echo "--- $label"
+show "$out"
+check "$label: mpirun exits 0 (status $(status_of np4_objects))" \
+    test "$(status_of np4_objects)" = 0
+summary_ok "$out"
+check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
+if [ "$tl" = rc_share ]; then
+    obj=$tmpdir/np4_objects
+    sed 's/^/    /' "$obj.pd.max" "$obj.mr.max"
+    pds=$(($(grep -c . "$obj.pd.max") - $(grep -c . "$obj.pd.before")))
+    pool_mrs=$(grep -c ' mrlen 69206016 ' "$obj.mr.max")
+    slice_mrs=$(grep -c ' mrlen 11534336 ' "$obj.mr.max")
+    if [ "$mode" = shared ]; then
+        check "$label: one PD for the node while it ran ($pds)" \
+            test "$pds" -eq 1
+        check "$label: one pool MR (66 MiB) for the node ($pool_mrs), no\
+ slice MR ($slice_mrs)" test "$pool_mrs" -eq 1 -a "$slice_mrs" -eq 0
+    else
+        check "$label: one PD per rank while it ran ($pds)" \
+            test "$pds" -eq 4
+        check "$label: one slice MR (11 MiB) per rank ($slice_mrs), no pool\
+ MR ($pool_mrs)" test "$slice_mrs" -eq 4 -a "$pool_mrs" -eq 0
+    fi
+    check "$label: after the job the kernel holds the PDs and MRs it held\
+ before" sh -c "cmp -s '$obj.pd.before' '$obj.pd.after' &&
+                cmp -s '$obj.mr.before' '$obj.mr.after'"
+fi
 
 out=$tmpdir/np4_sm.out
 label="4 ranks, UCX_TLS=$sm_tls"
