@@ -5,7 +5,8 @@
 # (test/guest/node_member.c). ibshare_info shows the live group; after the
 # job no MR, no PD, no group and no socket of it is left. Then a pool of 2
 # slices for 3 members: the third runs with private resources and one
-# warning; a bad pool size; a member under valgrind.
+# warning; a bad pool size; a member under valgrind; in shared mode, a member
+# whose import fails (UCX_IBSHARE_FAULT=import_fail) and runs its own PD.
 #   fallback mode (Debian's rxe provider, no import): every member registers
 #     exactly once, its slice; 8 PDs and 8 MRs on the node.
 #   shared mode (.shared: the test bed's import provider): the leader
@@ -81,6 +82,30 @@ in_guest --timeout 400 sh -c '
     wait $vg
     echo $? > "$out/vg/rc"
     wait
+
+    # Shared mode: a member whose import fails (forced) carries on with its
+    # own PD and its slice registered; member 0 founds the group first
+    if [ "$mode" = shared ]; then
+        mkdir -p "$out/fail/meet"
+        export UCX_IBSHARE_JOB_KEY=node-group-import-fail
+        "$prog" "$out/fail/meet" 0 3 rxe0:1 any > "$out/fail/member.0" 2>&1 &
+        n=0
+        until [ -e "$out/fail/meet/addr.0" ] || [ $n -ge 600 ]; do
+            sleep 0.1; n=$((n + 1))
+        done
+        UCX_IBSHARE_FAULT=import_fail \
+            "$prog" "$out/fail/meet" 1 3 rxe0:1 any > "$out/fail/member.1" 2>&1 &
+        echo $! > "$out/fail/pid.1"
+        "$prog" "$out/fail/meet" 2 3 rxe0:1 any > "$out/fail/member.2" 2>&1 &
+        n=0
+        until [ -e "$out/fail/meet/checked.0" ] && [ -e "$out/fail/meet/checked.1" ] &&
+              [ -e "$out/fail/meet/checked.2" ] || [ $n -ge 300 ]; do
+            sleep 1; n=$((n + 1))
+        done
+        env -u LD_PRELOAD "$info" -d "$rt" > "$out/fail/info" 2>&1
+        touch "$out/fail/meet/release"
+        wait
+    fi
 ' sh "$tmpdir" "$members" "$IBSHARE_BUILDDIR/test/guest/node_member" \
      "$IBSHARE_BUILDDIR/test/guest/.libs/libcount_reg.so" \
      "$IBSHARE_BUILDDIR/ibshare_info" "$mode"
@@ -159,4 +184,27 @@ check "a member under valgrind: every check passed, no fd left open" \
              ! grep -q '^FAIL' '$tmpdir/vg/member.0'"
 check "a member under valgrind: no invalid access, no definite leak" \
       test "$(cat "$tmpdir/vg/rc")" -eq 0
+
+if [ "$mode" = shared ]; then
+    f=$tmpdir/fail
+    cat "$f/info"
+    grep -h "importing the node group" "$f"/member.*
+    for i in 0 1 2; do
+        check "import fails in member 1: member $i wrote, read and was written" \
+              sh -c "grep -q 'arrived intact' '$f/member.$i' &&
+                     grep -q 'returns what we wrote' '$f/member.$i' &&
+                     ! grep -q '^FAIL' '$f/member.$i'"
+    done
+    warned=$(cat "$f"/member.* | grep -c "importing the node group's objects failed (ibv_import_mr(handle [0-9]*): Operation not permitted (injected: UCX_IBSHARE_FAULT=import_fail)); this rank runs its own PD and registers its slice")
+    check "one warning names the failed call and its errno ($warned)" \
+          test "$warned" -eq 1
+    check "and it is member 1's" grep -q "importing the node group" "$f/member.1"
+    regs="$(sed -n 's/^registrations: //p' "$f/member.0" "$f/member.1" "$f/member.2" | tr '\n' ' ')"
+    check "registrations: the leader's pool, member 1's own slice, none for member 2 ($regs)" \
+          test "$regs" = "1 1 0 "
+    check "ibshare_info shows member 1 in fallback mode with its own PD" \
+          grep -qE "^    pid +$(cat "$f/pid.1") +slice +[0-9]+ +fallback \(its own PD: its import failed\)\$" "$f/info"
+    check "and the other two in shared mode" \
+          test "$(grep -cE '^    pid +[0-9]+ +slice +[0-9]+ +shared$' "$f/info")" -eq 2
+fi
 finish
