@@ -1,15 +1,15 @@
 /**
  * Preloaded before the module in guest tests and benchmarks: counts memory
- * registrations (calls and bytes) and device contexts opened
- * (ibv_open_device; a context imported from another process's cmd_fd is the
- * same kernel context and is not counted). rdma-core's
+ * registrations (calls and bytes), device contexts opened (ibv_open_device)
+ * and contexts imported (ibv_import_device: another process's kernel
+ * context, counted apart). rdma-core's
  * ibv_reg_mr and ibv_reg_mr_iova are macros that route to one of three
  * exported functions, so all three are counted; a call that rdma-core makes
  * from inside another is counted once.
  *
  * Programs read the counts through dlsym("ibshare_test_registrations") etc.;
  * with IBSHARE_COUNT_DIR set, every process also writes them at exit to
- * $IBSHARE_COUNT_DIR/count.<pid> as "registrations bytes contexts".
+ * $IBSHARE_COUNT_DIR/count.<pid> as "registrations bytes contexts imports".
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
@@ -30,14 +30,16 @@ typedef struct ibv_mr *(*reg_mr_iova2_fn_t)(struct ibv_pd*, void*, size_t,
                                             uint64_t, unsigned);
 
 typedef struct ibv_context *(*open_device_fn_t)(struct ibv_device*);
+typedef struct ibv_context *(*import_device_fn_t)(int);
 
 static __thread int depth;
-static unsigned long registrations, registered_bytes, contexts;
+static unsigned long registrations, registered_bytes, contexts, imports;
 
 /* Read by the test programs through dlsym() */
 unsigned long ibshare_test_registrations(void);
 unsigned long ibshare_test_registered_bytes(void);
 unsigned long ibshare_test_contexts(void);
+unsigned long ibshare_test_imports(void);
 
 unsigned long ibshare_test_registrations(void)
 {
@@ -54,6 +56,11 @@ unsigned long ibshare_test_contexts(void)
     return __atomic_load_n(&contexts, __ATOMIC_RELAXED);
 }
 
+unsigned long ibshare_test_imports(void)
+{
+    return __atomic_load_n(&imports, __ATOMIC_RELAXED);
+}
+
 static void write_counts(void)
 {
     const char *dir = getenv("IBSHARE_COUNT_DIR");
@@ -66,8 +73,9 @@ static void write_counts(void)
     snprintf(path, sizeof(path), "%s/count.%d", dir, (int)getpid());
     file = fopen(path, "w");
     if (file != NULL) {
-        fprintf(file, "%lu %lu %lu\n", ibshare_test_registrations(),
-                ibshare_test_registered_bytes(), ibshare_test_contexts());
+        fprintf(file, "%lu %lu %lu %lu\n", ibshare_test_registrations(),
+                ibshare_test_registered_bytes(), ibshare_test_contexts(),
+                ibshare_test_imports());
         fclose(file);
     }
 }
@@ -112,6 +120,17 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
     }
     __atomic_add_fetch(&contexts, 1, __ATOMIC_RELAXED);
     return next(device);
+}
+
+struct ibv_context *ibv_import_device(int cmd_fd)
+{
+    static import_device_fn_t next;
+
+    if (next == NULL) {
+        next = (import_device_fn_t)next_symbol("ibv_import_device");
+    }
+    __atomic_add_fetch(&imports, 1, __ATOMIC_RELAXED);
+    return next(cmd_fd);
 }
 
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
