@@ -1,8 +1,8 @@
 /**
  * Preloaded before the module in guest tests and benchmarks: counts memory
  * registrations (calls and bytes), device contexts opened (ibv_open_device)
- * and contexts imported (ibv_import_device: another process's kernel
- * context, counted apart). rdma-core's
+ * and contexts imported (ibv_import_device calls that succeeded: another
+ * process's kernel context, counted apart). rdma-core's
  * ibv_reg_mr and ibv_reg_mr_iova are macros that route to one of three
  * exported functions, so all three are counted; a call that rdma-core makes
  * from inside another is counted once.
@@ -125,12 +125,18 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 struct ibv_context *ibv_import_device(int cmd_fd)
 {
     static import_device_fn_t next;
+    struct ibv_context *context;
 
     if (next == NULL) {
         next = (import_device_fn_t)next_symbol("ibv_import_device");
     }
-    __atomic_add_fetch(&imports, 1, __ATOMIC_RELAXED);
-    return next(cmd_fd);
+    /* Only what was imported: a probe where the provider cannot import
+     * fails, and imports nothing */
+    context = next(cmd_fd);
+    if (context != NULL) {
+        __atomic_add_fetch(&imports, 1, __ATOMIC_RELAXED);
+    }
+    return context;
 }
 
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
