@@ -59,6 +59,7 @@ typedef struct uct_rc_share_iface_config {
     unsigned                  max_rd_atomic;
     double                    conn_timeout; /* handshake: give up after */
     double                    conn_retry;   /* handshake: resend after */
+    double                    check_timeout; /* ep_check: give up after */
     int                       fc_enable;
     unsigned                  fc_wnd_size;
     double                    fc_soft_thresh;
@@ -137,6 +138,7 @@ typedef struct uct_rc_share_passive {
     struct ibv_ah             *ah;          /* to answer the requester */
     uint64_t                  src_iface_id;
     uint64_t                  src_conn_id;
+    uint32_t                  remote_qpn;   /* the requester's QP */
     uint32_t                  psn;
 } uct_rc_share_passive_t;
 
@@ -211,6 +213,8 @@ typedef struct uct_rc_share_iface {
         struct ibv_cq         *cq;
         struct ibv_qp         *qp;
         ucs_list_link_t       connecting;   /* eps waiting for a reply */
+        ucs_list_link_t       checking;     /* eps whose liveness check is
+                                               in flight (check_list) */
         ucs_list_link_t       ready;        /* eps whose QP is connected,
                                                for the main thread */
         uct_worker_cb_id_t    ready_prog_id;
@@ -250,6 +254,7 @@ typedef struct uct_rc_share_iface {
         uint8_t               max_rd_atomic;
         ucs_time_t            conn_timeout;
         ucs_time_t            conn_retry;
+        ucs_time_t            check_timeout;
         int                   fc_enabled;
         int                   fc_wnd_size;
         int                   fc_soft_thresh; /* window left: soft request */
@@ -343,6 +348,18 @@ typedef struct uct_rc_share_ep {
     uint32_t                  psn;
     ucs_time_t                conn_deadline;
     ucs_time_t                conn_next_retry;
+    uint64_t                  remote_iface_id; /* of the REP */
+    uint32_t                  remote_qpn;   /* the passive QP, of the REP */
+
+    /* Liveness check (ep_check), under the async context's lock like the
+     * handshake */
+    ucs_list_link_t           check_list;   /* in iface->conn.checking, or
+                                               a failed list of progress */
+    int                       check_pending; /* on check_list */
+    ucs_status_t              check_status; /* INPROGRESS, or why it failed */
+    uint32_t                  check_sn;
+    ucs_time_t                check_deadline;
+    ucs_time_t                check_next_retry;
 } uct_rc_share_ep_t;
 
 

@@ -12,6 +12,12 @@
  * QP and its buffers, the lists, the retired AHs) is touched under
  * UCS_ASYNC_BLOCK, which the async side holds while its handler runs; the
  * data path never takes it.
+ *
+ * The same UD QPs carry the liveness check of connected endpoints
+ * (ep_check): the RC QPs of a process killed in the node group's shared
+ * mode belong to the shared uverbs file and live on, still acknowledging
+ * RDMA, so only its handshake side, which nobody answers on any more, tells
+ * that it is gone. The main thread times the checks with the requests.
  */
 #include "rc_share_conn.h"
 
@@ -54,11 +60,19 @@ ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
         return UCS_ERR_UNSUPPORTED;
     }
     if ((msg->type < UCT_RC_SHARE_CONN_REQ) ||
-        (msg->type > UCT_RC_SHARE_CONN_DISC) ||
+        (msg->type > UCT_RC_SHARE_CONN_CHECK_REP) ||
         (msg->mtu < IBV_MTU_256) || (msg->mtu > IBV_MTU_4096) ||
         (msg->rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
         (msg->psn & ~UCT_RC_SHARE_PSN_MASK) ||
-        (msg->ud_qpn & ~UCT_RC_SHARE_PSN_MASK)) {
+        (msg->ud_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->dst_rc_qpn & ~UCT_RC_SHARE_PSN_MASK)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* Only an answer carries a result, and always one */
+    if ((msg->type == UCT_RC_SHARE_CONN_CHECK_REP) ?
+        ((msg->result != UCT_RC_SHARE_CONN_CHECK_CONNECTED) &&
+         (msg->result != UCT_RC_SHARE_CONN_CHECK_NO_CONN)) :
+        (msg->result != 0)) {
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -377,6 +391,7 @@ ucs_status_t uct_rc_share_conn_init(uct_rc_share_iface_t *iface)
                       UCT_RC_SHARE_CONN_BUF_SIZE);
 
     ucs_list_head_init(&iface->conn.connecting);
+    ucs_list_head_init(&iface->conn.checking);
     ucs_list_head_init(&iface->conn.passive);
     iface->conn.next_conn_id = 1;
 
@@ -445,6 +460,23 @@ static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface)
         ibv_destroy_ah(retired->ah);
         ucs_free(retired);
     }
+}
+
+/* An AH that UD sends in flight may use goes when they are done; the
+ * caller holds the async context */
+static void uct_rc_share_conn_retire_ah(uct_rc_share_iface_t *iface,
+                                        struct ibv_ah *ah)
+{
+    uct_rc_share_retired_ah_t *retired;
+
+    retired = ucs_malloc(sizeof(*retired), "rc_share retired ah");
+    if (retired == NULL) {
+        ibv_destroy_ah(ah); /* unlikely; the send fails at worst */
+        return;
+    }
+
+    retired->ah = ah;
+    ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
 }
 
 static void uct_rc_share_passive_destroy(uct_rc_share_iface_t *iface,
@@ -555,12 +587,12 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                                  uct_rc_share_iface_t);
-    uct_rc_share_retired_ah_t *retired;
     uct_rc_share_conn_msg_t msg;
 
     if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
         uct_rc_share_conn_ep_stop(ep);
     }
+    uct_rc_share_conn_check_stop(ep);
 
     if (ep->ah == NULL) {
         return;
@@ -573,15 +605,58 @@ void uct_rc_share_conn_ep_cleanup(uct_rc_share_ep_t *ep)
     msg.src_conn_id = ep->conn_id;
     (void)uct_rc_share_conn_send(iface, ep->ah, ep->remote_ud_qpn, &msg);
 
-    /* Sends in flight may use the AH: it goes when they are done */
-    retired = ucs_malloc(sizeof(*retired), "rc_share retired ah");
-    if (retired == NULL) {
-        ibv_destroy_ah(ep->ah); /* unlikely; the send fails at worst */
-    } else {
-        retired->ah = ep->ah;
-        ucs_list_add_tail(&iface->conn.retired_ahs, &retired->list);
-    }
+    uct_rc_share_conn_retire_ah(iface, ep->ah);
     ep->ah = NULL;
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+/* The caller holds the async context */
+static void uct_rc_share_conn_send_check(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+    uct_rc_share_conn_msg_t msg;
+
+    uct_rc_share_conn_msg_init(iface, &msg, UCT_RC_SHARE_CONN_CHECK);
+    msg.src_conn_id = ep->conn_id;
+    msg.rc_qpn      = ep->qp->qp_num;
+    msg.dst_rc_qpn  = ep->remote_qpn;
+    msg.check_sn    = ep->check_sn;
+    (void)uct_rc_share_conn_send(iface, ep->ah, ep->remote_ud_qpn, &msg);
+    ep->check_next_retry = ucs_get_time() + iface->config.conn_retry;
+}
+
+void uct_rc_share_conn_check_start(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+
+    ucs_assert(ep->state == UCT_RC_SHARE_EP_CONNECTED);
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    if (!ep->check_pending) {
+        ep->check_pending  = 1;
+        ep->check_status   = UCS_INPROGRESS;
+        ep->check_deadline = ucs_get_time() + iface->config.check_timeout;
+        ++ep->check_sn; /* an answer to an earlier check is no answer */
+        ucs_list_add_tail(&iface->conn.checking, &ep->check_list);
+        uct_rc_share_conn_send_check(ep);
+    }
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+}
+
+void uct_rc_share_conn_check_stop(uct_rc_share_ep_t *ep)
+{
+    uct_rc_share_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                                 uct_rc_share_iface_t);
+
+    /* An answer clears it in the async context: read under the lock */
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    if (ep->check_pending) {
+        /* Off conn.checking, or off the failed list of a progress whose
+         * error handler destroys or fails this endpoint */
+        ucs_list_del(&ep->check_list);
+        ep->check_pending = 0;
+    }
     UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
 }
 
@@ -652,7 +727,9 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
         status = uct_rc_share_qp_connect(iface, ep->qp, &ep->remote_dev,
                                          msg->rc_qpn, msg->psn, ep->psn,
                                          (enum ibv_mtu)msg->mtu);
-        ep->conn_status = status;
+        ep->conn_status     = status;
+        ep->remote_iface_id = msg->src_iface_id; /* what checks ask */
+        ep->remote_qpn      = msg->rc_qpn;
         ucs_list_add_tail(&iface->conn.ready, &ep->conn_list);
         if (iface->conn.ready_prog_id == UCS_CALLBACKQ_ID_NULL) {
             iface->conn.ready_prog_id = uct_ibshare_ucx_callbackq_add_oneshot(
@@ -688,6 +765,37 @@ static unsigned uct_rc_share_conn_timers(uct_rc_share_iface_t *iface,
             ++count;
         } else if (now >= ep->conn_next_retry) {
             uct_rc_share_conn_send_req(ep);
+            ++count;
+        }
+    }
+    return count;
+}
+
+/* Resends unanswered checks; those past their deadline (a target gone,
+ * or stopped) or answered "no such connection" go to failed */
+static unsigned uct_rc_share_conn_check_timers(uct_rc_share_iface_t *iface,
+                                               ucs_list_link_t *failed)
+{
+    ucs_time_t now = ucs_get_time();
+    uct_rc_share_ep_t *ep, *tmp;
+    unsigned count = 0;
+
+    ucs_list_for_each_safe(ep, tmp, &iface->conn.checking, check_list) {
+        if ((ep->check_status == UCS_INPROGRESS) &&
+            (now >= ep->check_deadline)) {
+            ucs_diag("%s:%d: no answer to the liveness check of ep %p "
+                     "within %.1f s", uct_rc_share_dev_name(iface),
+                     iface->port_num, ep,
+                     ucs_time_to_sec(iface->config.check_timeout));
+            ep->check_status = UCS_ERR_ENDPOINT_TIMEOUT;
+        }
+
+        if (ep->check_status != UCS_INPROGRESS) {
+            ucs_list_del(&ep->check_list);
+            ucs_list_add_tail(failed, &ep->check_list);
+            ++count;
+        } else if (now >= ep->check_next_retry) {
+            uct_rc_share_conn_send_check(ep);
             ++count;
         }
     }
@@ -744,6 +852,7 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
 
     passive->src_iface_id = msg->src_iface_id;
     passive->src_conn_id  = msg->src_conn_id;
+    passive->remote_qpn   = msg->rc_qpn;
     passive->psn          = uct_rc_share_psn_generate();
     passive->ah           = uct_rc_share_ah_create(iface, &msg->dev);
     if (passive->ah == NULL) {
@@ -786,6 +895,80 @@ static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
     }
 }
 
+/*
+ * A requester asks whether we still have the passive QP of its endpoint.
+ * Answered here, in the async context, so that a process that computes
+ * without calling progress answers too: only a process that is gone stays
+ * silent. Without the passive QP there is no AH to the requester: one made
+ * for the answer goes when the send is done.
+ */
+static void uct_rc_share_conn_handle_check(uct_rc_share_iface_t *iface,
+                                           const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_passive_t *passive = uct_rc_share_passive_find(iface, msg);
+    uct_rc_share_conn_msg_t rep;
+    struct ibv_ah *ah;
+
+    uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_CHECK_REP);
+    rep.dst_conn_id = msg->src_conn_id;
+    rep.check_sn    = msg->check_sn;
+
+    if ((passive != NULL) && (passive->remote_qpn == msg->rc_qpn) &&
+        (passive->qp->qp_num == msg->dst_rc_qpn)) {
+        rep.result = UCT_RC_SHARE_CONN_CHECK_CONNECTED;
+        rep.rc_qpn = passive->qp->qp_num;
+        (void)uct_rc_share_conn_send(iface, passive->ah, msg->ud_qpn, &rep);
+        return;
+    }
+
+    if (iface->conn.tx_available == 0) {
+        return; /* the requester asks again */
+    }
+
+    ah = uct_rc_share_ah_create(iface, &msg->dev);
+    if (ah == NULL) {
+        return;
+    }
+
+    rep.result = UCT_RC_SHARE_CONN_CHECK_NO_CONN;
+    (void)uct_rc_share_conn_send(iface, ah, msg->ud_qpn, &rep);
+    uct_rc_share_conn_retire_ah(iface, ah);
+}
+
+/* The answer to a check: an endpoint still connected is done with it; one
+ * whose connection the target no longer has waits for the main thread to
+ * fail it (progress, which event_arm keeps running meanwhile) */
+static void
+uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
+                                   const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->conn.checking, check_list) {
+        if (ep->conn_id != msg->dst_conn_id) {
+            continue;
+        }
+
+        if ((msg->check_sn != ep->check_sn) ||
+            (ep->check_status != UCS_INPROGRESS)) {
+            return; /* a late answer to an earlier check, or a duplicate */
+        }
+
+        if (msg->result == UCT_RC_SHARE_CONN_CHECK_NO_CONN) {
+            ucs_diag("%s:%d: ep %p: the target iface no longer has the "
+                     "connection of QP 0x%x", uct_rc_share_dev_name(iface),
+                     iface->port_num, ep, ep->qp->qp_num);
+            ep->check_status = UCS_ERR_CONNECTION_RESET;
+        } else if ((msg->src_iface_id == ep->remote_iface_id) &&
+                   (msg->rc_qpn == ep->remote_qpn)) {
+            ucs_list_del(&ep->check_list);
+            ep->check_pending = 0;
+        }
+        /* Else "connected" from another iface than ours: not an answer */
+        return;
+    }
+}
+
 static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
                                          const void *buf, size_t length)
 {
@@ -809,6 +992,12 @@ static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
         break;
     case UCT_RC_SHARE_CONN_DISC:
         uct_rc_share_conn_handle_disc(iface, msg);
+        break;
+    case UCT_RC_SHARE_CONN_CHECK:
+        uct_rc_share_conn_handle_check(iface, msg);
+        break;
+    case UCT_RC_SHARE_CONN_CHECK_REP:
+        uct_rc_share_conn_handle_check_rep(iface, msg);
         break;
     }
 }
@@ -934,26 +1123,44 @@ void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface)
 unsigned uct_rc_share_conn_progress(uct_rc_share_iface_t *iface)
 {
     ucs_async_context_t *async;
-    ucs_list_link_t timed_out;
+    ucs_list_link_t timed_out, check_failed;
+    ucs_status_t status;
     uct_rc_share_ep_t *ep;
     unsigned count;
 
-    /* Read without the lock: a request just answered waits one more
-     * progress at worst */
-    if (ucs_likely(ucs_list_is_empty(&iface->conn.connecting))) {
+    /* Read without the lock: a request or a check just answered waits one
+     * more progress at worst */
+    if (ucs_likely(ucs_list_is_empty(&iface->conn.connecting) &&
+                   ucs_list_is_empty(&iface->conn.checking))) {
         return 0;
     }
 
     async = uct_rc_share_conn_async(iface);
     ucs_list_head_init(&timed_out);
+    ucs_list_head_init(&check_failed);
     UCS_ASYNC_BLOCK(async);
-    count = uct_rc_share_conn_timers(iface, &timed_out);
+    count  = uct_rc_share_conn_timers(iface, &timed_out);
+    count += uct_rc_share_conn_check_timers(iface, &check_failed);
     UCS_ASYNC_UNBLOCK(async);
 
-    /* One at a time: the error handler of one may destroy another */
+    /* One at a time: the error handler of one may destroy another (which
+     * takes it off these lists) */
     while (!ucs_list_is_empty(&timed_out)) {
         ep = ucs_list_extract_head(&timed_out, uct_rc_share_ep_t, conn_list);
         if (uct_rc_share_ep_set_failed(ep, UCS_ERR_ENDPOINT_TIMEOUT)) {
+            uct_rc_share_ep_report_failure(ep);
+        }
+    }
+
+    while (!ucs_list_is_empty(&check_failed)) {
+        UCS_ASYNC_BLOCK(async);
+        ep = ucs_list_extract_head(&check_failed, uct_rc_share_ep_t,
+                                   check_list);
+        ep->check_pending = 0;
+        status            = ep->check_status;
+        UCS_ASYNC_UNBLOCK(async);
+
+        if (uct_rc_share_ep_set_failed(ep, status)) {
             uct_rc_share_ep_report_failure(ep);
         }
     }
@@ -966,7 +1173,8 @@ int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface)
 
     UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
     busy = !ucs_list_is_empty(&iface->conn.connecting) ||
-           !ucs_list_is_empty(&iface->conn.ready);
+           !ucs_list_is_empty(&iface->conn.ready) ||
+           !ucs_list_is_empty(&iface->conn.checking);
     UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
     return busy || !ucs_list_is_empty(&iface->draining);
 }

@@ -1019,7 +1019,18 @@ void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
     uct_rc_share_ep_flush_reqs_progress(ep);
 }
 
-/* Zero-byte RDMA write: acknowledged by a live peer, fails on a dead one */
+/*
+ * Two checks; the first to fail fails the endpoint, once. The process: a
+ * message to the target iface's handshake QP, which its async context
+ * answers (rc_share_conn.c); only that finds a peer killed in the node
+ * group's shared mode, whose QPs outlive it and go on acknowledging RDMA.
+ * The path: a zero-byte RDMA write on the endpoint's QP, kept because it
+ * fails within the RC retry timeout (TIMEOUT x RETRY_COUNT, often sooner
+ * than CHECK_TIMEOUT) where the peer's QP died with it (fallback mode, an
+ * iface closed in the same process), and when the route or the passive QP
+ * broke, which the UD check does not see; it also reports the endpoint's
+ * unsignaled tail.
+ */
 ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
                                    uct_completion_t *comp)
 {
@@ -1028,8 +1039,11 @@ ucs_status_t uct_rc_share_ep_check(uct_ep_h tl_ep, unsigned flags,
     UCT_IBSHARE_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
 
     if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
-        return UCS_OK; /* connecting, or failed (already reported) */
+        return UCS_OK; /* connecting (the handshake has its deadline), or
+                          failed (already reported) */
     }
+
+    uct_rc_share_conn_check_start(ep);
 
     if (ep->tx_unsignaled != 0) {
         /* Unsignaled WRs may be done already: the NOP after them asks */
@@ -1209,6 +1223,8 @@ int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status)
         return 0;
     }
 
+    /* A failed endpoint is checked no more: the failure is reported once */
+    uct_rc_share_conn_check_stop(ep);
     uct_rc_share_ep_qp_error(ep);
     ep->state        = UCT_RC_SHARE_EP_FAILED;
     ep->fail_status  = status;

@@ -152,6 +152,20 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, conn_retry),
      UCS_CONFIG_TYPE_TIME},
 
+    {"CHECK_TIMEOUT", "10s",
+     "How long the liveness check of an endpoint (ep_check, which UCP's\n"
+     "keepalive calls) waits for the remote iface to answer before the\n"
+     "endpoint fails with a timeout. The check is a message to the remote\n"
+     "iface's handshake QP, resent every CONN_RETRY and answered from the\n"
+     "remote process's async context, so it finds a dead process even in the\n"
+     "node group's shared mode, where the QPs of a killed member live on and\n"
+     "go on acknowledging RDMA. A dead peer is reported within\n"
+     "UCX_KEEPALIVE_INTERVAL + CHECK_TIMEOUT; a live one answers within\n"
+     "milliseconds, and 10 s leaves room for a loaded node or an emulated\n"
+     "(TCG) guest.",
+     ucs_offsetof(uct_rc_share_iface_config_t, check_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -719,7 +733,13 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
 
     /* A completion that arrived after the last progress and before arming
      * raises no event; nor does a handshake retry, which only progress
-     * times, or a connected endpoint's backlog, which progress posts */
+     * times, or a connected endpoint's backlog, which progress posts. Nor
+     * the deadline of a liveness check in flight, or its answer "no such
+     * connection", which progress acts on: a sleeper would learn of a dead
+     * peer only when something else woke it (UCP's keepalive timer, one
+     * interval later, 20 s by default), a UCT user maybe never. A live
+     * peer answers within a round trip, so that is what polling costs it;
+     * a dead one, CHECK_TIMEOUT once. */
     if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
         uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
         uct_rc_share_conn_busy(iface)) {
@@ -834,8 +854,10 @@ static ucs_status_t uct_rc_share_iface_check_config(
         bad = "UCX_RC_SHARE_SEG_SIZE is out of range";
     } else if ((config->max_rd_atomic == 0) || (config->max_rd_atomic > 16)) {
         bad = "UCX_RC_SHARE_MAX_RD_ATOMIC must be between 1 and 16";
-    } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0)) {
-        bad = "UCX_RC_SHARE_CONN_TIMEOUT and CONN_RETRY must be positive";
+    } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0) ||
+               (config->check_timeout <= 0)) {
+        bad = "UCX_RC_SHARE_CONN_TIMEOUT, CONN_RETRY and CHECK_TIMEOUT must "
+              "be positive";
     } else if ((config->fc_wnd_size == 0) ||
                (config->fc_wnd_size > INT16_MAX)) {
         bad = "UCX_RC_SHARE_FC_WND_SIZE must be between 1 and 32767";
@@ -893,6 +915,7 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
+    iface->config.check_timeout      = ucs_time_from_sec(config->check_timeout);
     iface->config.fc_enabled         = config->fc_enable;
     iface->config.fc_wnd_size        = config->fc_wnd_size;
     iface->config.fc_soft_thresh     = ucs_max((int)(config->fc_soft_thresh *
@@ -1019,6 +1042,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->draining);
     self->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* 0 is an id */
     ucs_list_head_init(&self->conn.connecting);
+    ucs_list_head_init(&self->conn.checking);
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);
     ucs_arbiter_init(&self->arbiter);
