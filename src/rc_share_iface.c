@@ -103,10 +103,11 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "Receiver-not-ready retries before the endpoint fails (0-7). 7, as the\n"
      "InfiniBand specification defines it, retries as long as the receiver's\n"
      "QP lives: a receiver out of buffers pushes its senders back instead of\n"
-     "failing them, and a dead one, whose QPs die with it, is found by the\n"
-     "transport retries (RETRY_COUNT). \"auto\": 7, except in the node\n"
-     "group's shared mode, where the QPs of a killed member live on until\n"
-     "the group ends and would hold its senders forever: 6 there.",
+     "failing them. A dead receiver is found otherwise: its QPs die with it\n"
+     "(the transport retries, RETRY_COUNT, report it), or, in the node\n"
+     "group's shared mode, where a killed member's QPs live on until the\n"
+     "group ends, the endpoint check (CHECK_TIMEOUT, UCP's keepalive) does.\n"
+     "\"auto\": 7 in both modes.",
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_retry_count),
      UCS_CONFIG_TYPE_ULUNITS},
 
@@ -908,10 +909,12 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.retry_count        = config->retry_count;
     iface->config.rnr_timeout        = uct_rc_share_encode_rnr_timer(
                                                config->rnr_timeout);
+    /* Infinite in shared mode too: 6 retries of 30 ms failed the senders
+     * of any receiver that paused for a fifth of a second (an incast); a
+     * killed member's senders learn of it from the endpoint check */
     iface->config.rnr_retry_count    =
             (config->rnr_retry_count != UCS_ULUNITS_AUTO) ?
-            config->rnr_retry_count :
-            (iface->md->res->mode == UCT_IBSHARE_GROUP_SHARED) ? 6 : 7;
+            config->rnr_retry_count : 7;
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);

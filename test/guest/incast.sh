@@ -11,7 +11,7 @@
 
 prog=$IBSHARE_BUILDDIR/test/guest/incast
 in_guest --mem 3G --timeout 900 sh -c '
-    export LD_PRELOAD=$IBSHARE_MODULE
+    export LD_PRELOAD=$IBSHARE_PRELOAD
     UCX_RC_SHARE_CONN_TIMEOUT=2s "$2" rxe0:1 32 32 3 > "$1/default" 2>&1
     echo $? > "$1/default.rc"
     UCX_RC_SHARE_RNR_RETRY_COUNT=6 "$2" rxe0:1 32 32 3 > "$1/rnr6" 2>&1
