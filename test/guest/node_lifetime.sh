@@ -141,7 +141,16 @@ snap() {
     done
 }
 
-info() { env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.$1" 2>&1; }
+# info TAG: ibshare_info into info.TAG, and facts TAG_pd, _mr, _qp, _cq:
+# the kernel's objects beyond the baseline at the time
+info() {
+    env -u LD_PRELOAD "$info" -d "$rt" > "$out/info.$1" 2>&1
+    resources "$1"
+    while read -r if_res if_count; do
+        fact "${1%%.*}_${1#*.}_$if_res" \
+             $((if_count - $(sed -n "s/^$if_res //p" "$out/res.base")))
+    done < "$out/res.$1"
+}
 
 # leader_of KEY TAG: the leader pid ibshare_info showed for the job's group
 leader_of() {
@@ -390,6 +399,10 @@ show() {
 for n in L M1 M2 N1; do show "$a" "$n"; done
 for n in L2 M3 M4 N2 V; do show "$b" "$n"; done
 
+for tag in a.start a.newcomer b.start b.newcomer b.victim end; do
+    echo "--- ibshare_info ($tag):"
+    sed -n '/^group of job/,$p' "$tmpdir/info.$tag"
+done
 echo "resources before / after phase A / at the end:"
 paste "$tmpdir/res.base" "$tmpdir/res.after_a" "$tmpdir/res.final"
 
@@ -398,6 +411,18 @@ paste "$tmpdir/res.base" "$tmpdir/res.after_a" "$tmpdir/res.final"
 check "A: the founder L published its address" test "$(got a_L_published)" = yes
 check "A: L founded and serves the group ($(got a_start_mode) mode, leader pid $(got a_start_leader))" \
       sh -c "test '$(got a_start_leader)' = '$(got a_pid_L)' && test '$(got a_start_mode)' = '$mode'"
+# objects TAG MEMBERS: the kernel held one PD and one MR for the group in
+# shared mode, one of each per member in fallback mode
+objects() {
+    if [ "$mode" = shared ]; then ob_want=1; else ob_want=$2; fi
+    test "$(got "${1}_pd")" = "$ob_want" && test "$(got "${1}_mr")" = "$ob_want"
+}
+objects_desc() {
+    if [ "$mode" = shared ]; then ob_want=1; else ob_want=$2; fi
+    echo "the kernel holds $ob_want PD(s) and MR(s) of the group ($(got "${1}_pd") and $(got "${1}_mr") beyond the baseline; QPs $(got "${1}_qp"), CQs $(got "${1}_cq"))"
+}
+
+check "A: with L, M1 and M2: $(objects_desc a_start 3)" objects a_start 3
 check "A: M1 and M2 talk ($(got a_start_M1_M2) and $(got a_start_M2_M1) rounds)" \
       sh -c "test $(got a_start_M1_M2 0) -ge 20 && test $(got a_start_M2_M1 0) -ge 20"
 check "A: L left normally (exit 0, every check passed, 1 registration)" \
@@ -407,6 +432,10 @@ check "A: M1 and M2 kept making rounds after L was gone (M1: $(got a_L_gone_M1_M
              test $(got a_L_after_M2_M1 0) -ge $(($(got a_L_gone_M2_M1 0) + 20))"
 check "A: ibshare_info shows M1 or M2 as the leader after L left ($(got a_takeover_leader); M1 $(got a_pid_M1), M2 $(got a_pid_M2))" \
       sh -c "test '$(got a_takeover_leader)' = '$(got a_pid_M1)' || test '$(got a_takeover_leader)' = '$(got a_pid_M2)'"
+check "A: after L left, with M1 and M2: $(objects_desc a_takeover 2)" \
+      objects a_takeover 2
+check "A: with M1, M2 and N1: $(objects_desc a_newcomer 3)" \
+      objects a_newcomer 3
 check "A: the newcomer N1 joined in $mode mode (ibshare_info: '$(got a_N1_mode)')" \
       test "$(got a_N1_mode)" = "$mode"
 check "A: N1 had made $member_regs registration(s) when it had joined ($mode mode)" \
@@ -424,6 +453,9 @@ check "A: after the group the kernel's PD, MR, QP and CQ tables are as before" \
 # 3. The founder is killed
 check "B: L2 founded and serves the group ($(got b_start_mode) mode, leader pid $(got b_start_leader))" \
       sh -c "test '$(got b_start_leader)' = '$(got b_pid_L2)' && test '$(got b_start_mode)' = '$mode'"
+check "B: with L2, M3 and M4: $(objects_desc b_start 3)" objects b_start 3
+check "B: L2 had made 1 registration when it had founded the group" \
+      grep -q "^ok: .*: joined the group ($mode mode, founder) in .* after 1 registration" "$b/L2.out"
 check "B: L2 was killed (exit status $(cat "$b/rc.L2"))" \
       test "$(cat "$b/rc.L2")" = 137
 check "B: M3 and M4 kept making rounds after L2 was killed (M3: $(got b_L2_gone_M3_M4) -> $(got b_L2_after_M3_M4), M4: $(got b_L2_gone_M4_M3) -> $(got b_L2_after_M4_M3))" \
@@ -431,6 +463,10 @@ check "B: M3 and M4 kept making rounds after L2 was killed (M3: $(got b_L2_gone_
              test $(got b_L2_after_M4_M3 0) -ge $(($(got b_L2_gone_M4_M3 0) + 20))"
 check "B: ibshare_info shows M3 or M4 as the leader after L2's death ($(got b_takeover_leader); M3 $(got b_pid_M3), M4 $(got b_pid_M4))" \
       sh -c "test '$(got b_takeover_leader)' = '$(got b_pid_M3)' || test '$(got b_takeover_leader)' = '$(got b_pid_M4)'"
+check "B: after L2's death, with M3 and M4: $(objects_desc b_takeover 2)" \
+      objects b_takeover 2
+check "B: with M3, M4 and N2: $(objects_desc b_newcomer 3)" \
+      objects b_newcomer 3
 if [ "$mode" = shared ]; then want_retired=1; else want_retired=0; fi
 check "B: ibshare_info shows $want_retired retired slice(s) after L2's death in $mode mode ($(got b_takeover_retired))" \
       test "$(got b_takeover_retired)" = "$want_retired"
@@ -449,6 +485,9 @@ check "B: N2 talks to M3 and M4 ($(got b_N2_N2_M3), $(got b_N2_N2_M4) rounds) an
 # 4. A member is killed
 check "B: M3 talked to V before V was killed ($(got b_V_before_M3_V) rounds)" \
       test "$(got b_V_before_M3_V 0)" -ge 10
+check "B: V had made $member_regs registration(s) when it had joined ($mode mode)" \
+      grep -q "^ok: .*: joined the group ($mode mode, member) in .* after $member_regs registration" "$b/V.out"
+check "B: with M3, M4, N2 and V: $(objects_desc b_victim 4)" objects b_victim 4
 check "B: V was killed (exit status $(cat "$b/rc.V"))" \
       test "$(cat "$b/rc.V")" = 137
 report=$(sed -n 's/^peer V report time: \([0-9.-]*\) s$/\1/p' "$b/M3.out" | head -1)
@@ -463,6 +502,8 @@ check "B: M3 kept talking to M4 and N2 after it reported V (or gave up waiting f
 check "B: M4 and N2 kept talking to M3 (M4: $(got b_V_killed_M4_M3) -> $(got b_V_after_M4_M3), N2: $(got b_V_killed_N2_M3) -> $(got b_V_after_N2_M3))" \
       sh -c "test $(got b_V_after_M4_M3 0) -ge $(($(got b_V_killed_M4_M3 0) + 10)) &&
              test $(got b_V_after_N2_M3 0) -ge $(($(got b_V_killed_N2_M3 0) + 10))"
+check "B: after V's death, with M3, M4 and N2: $(objects_desc b_after_kill 3)" \
+      objects b_after_kill 3
 if [ "$mode" = shared ]; then want_retired=2; else want_retired=0; fi
 check "B: ibshare_info shows $want_retired retired slice(s) after V's death too ($(got b_after_kill_retired))" \
       test "$(got b_after_kill_retired)" = "$want_retired"
