@@ -131,7 +131,9 @@ typedef struct uct_ibshare_node_group_info {
     uint64_t slice_size;
     unsigned slices_used;
     unsigned slices_retired;    /* held by shared-mode members that died */
-    uint64_t mrs_held;          /* MRs of every member, the pool MR included */
+    uint64_t mrs_held;          /* MRs of the group and of every member */
+    uint32_t group_mrs;         /* the group's own (shared mode: the pool
+                                   MR), whoever registered it */
     uint64_t regs_done, regs_avoided;
 } uct_ibshare_node_group_info_t;
 

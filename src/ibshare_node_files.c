@@ -262,6 +262,7 @@ ucs_status_t uct_ibshare_node_state_reset(int fd, const char *lock_path,
     state->num_records = num_records;
     state->num_slices  = desc->num_slices;
     state->mode        = desc->mode;
+    state->group_mrs   = (desc->mode == UCT_IBSHARE_GROUP_SHARED) ? 1 : 0;
     state->founder_pid = getpid();
     state->pool_size   = desc->pool_size;
     state->slice_size  = desc->slice_size;
@@ -462,6 +463,8 @@ static int uct_ibshare_node_read_group(int fd, const struct stat *st,
     ucs_strncpy_zero(info->dev_name, state->dev_name,
                      sizeof(info->dev_name));
     info->mode       = state->mode;
+    info->group_mrs  = state->group_mrs;
+    info->mrs_held   = state->group_mrs;
     info->pool_size  = state->pool_size;
     info->slice_size = state->slice_size;
     if (uct_ibshare_lock_test(fd, UCT_IBSHARE_LOCK_SERVER) == 1) {

@@ -63,7 +63,7 @@ typedef struct uct_ibshare_node_record {
                                runs in fallback mode); 0: not yet known */
     uint64_t regs_done;
     uint64_t regs_avoided;
-    uint64_t mrs_held;
+    uint64_t mrs_held;      /* its own, the group's not counted */
 } uct_ibshare_node_record_t;
 
 
@@ -84,7 +84,9 @@ typedef struct uct_ibshare_node_state {
     uint32_t mode;          /* uct_ibshare_group_mode_t */
     uint32_t founder_pid;
     uint32_t server_pid;    /* 0 while nobody serves */
-    uint32_t reserved;
+    uint32_t group_mrs;     /* MRs of the group rather than of a member
+                               (shared mode: the pool's), which outlive
+                               whoever registered them */
     uint64_t pool_size;
     uint64_t slice_size;
     char     job_key[128];  /* truncated if longer; the hash has it all */

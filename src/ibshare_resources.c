@@ -88,9 +88,12 @@ void uct_ibshare_share_params_init(uct_ibshare_share_params_t *params,
 static void uct_ibshare_resources_publish(uct_ibshare_resources_t *res)
 {
     if (res->node != NULL) {
+        /* A shared pool MR is the group's, counted in the group's state:
+         * it outlives the founder that registered it */
         uct_ibshare_node_set_counters(res->node, res->counters.regs_done,
                                       res->counters.regs_avoided,
-                                      res->counters.mrs_held);
+                                      res->counters.mrs_held -
+                                      res->pool_mr_founded);
     }
 }
 
@@ -246,6 +249,7 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
                       " (check ulimit -l)", res->dev_name, res->pool_size);
             return UCS_ERR_IO_ERROR;
         }
+        res->pool_mr_founded = 1;
         desc->pd_handle = res->pd->handle;
         desc->mr_handle = res->pool_mr->handle;
         desc->lkey      = res->pool_mr->lkey;

@@ -68,6 +68,9 @@ typedef struct uct_ibshare_resources {
                                                  registered at address -
                                                  va_offset (0: private) */
     struct ibv_mr             *pool_mr;
+    unsigned                  pool_mr_founded; /* 1: the shared pool MR,
+                                                  registered here (counted
+                                                  as the group's) */
     void                      *keys_address;
     size_t                    keys_length;
     uct_ibshare_slice_t       slice;

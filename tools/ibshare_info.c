@@ -111,7 +111,12 @@ static void ibshare_info_group(const uct_ibshare_node_group_info_t *info,
                info->slices_retired);
     }
     printf("\n");
-    printf("  MRs registered: %" PRIu64 "\n", info->mrs_held);
+    printf("  MRs registered: %" PRIu64, info->mrs_held);
+    if (info->group_mrs != 0) {
+        printf(" (the group's pool MR, and %" PRIu64 " of members)",
+               info->mrs_held - info->group_mrs);
+    }
+    printf("\n");
     printf("  registrations:  %" PRIu64 " done, %" PRIu64 " avoided\n",
            info->regs_done, info->regs_avoided);
 }
