@@ -44,7 +44,8 @@ check "shared mode" grep -q "mode: *shared$" "$tmpdir/live"
 check "pool size, slices and use" \
       grep -q "pool: *655360 bytes, 10 slices of 65536 bytes, 3 used" \
       "$tmpdir/live"
-check "MRs of all members" grep -q "MRs registered: 3$" "$tmpdir/live"
+check "MRs of the group (its pool MR) and of all members" \
+      grep -q "MRs registered: 4 (the group's pool MR, and 3 of members)$" "$tmpdir/live"
 check "registration counters summed" \
       grep -q "registrations: *4 done, 7 avoided$" "$tmpdir/live"
 
