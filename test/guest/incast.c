@@ -11,6 +11,8 @@
  * Prints one line of counts; exits 0 when every message arrived, each once,
  * and no endpoint failed (the error handler never ran), 1 otherwise.
  */
+#include "guest_util.h"
+
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 
@@ -92,27 +94,6 @@ static void flush_done(uct_completion_t *comp)
     node_t *node = ucs_container_of(comp, node_t, flush_comp);
 
     node->flushed = (comp->status == UCS_OK) ? 1 : -1;
-}
-
-static uct_component_h find_component(void)
-{
-    uct_component_h *components;
-    uct_component_attr_t attr;
-    uct_component_h found = NULL;
-    unsigned count, i;
-
-    if (uct_query_components(&components, &count) != UCS_OK) {
-        return NULL;
-    }
-    for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "ibshare")) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    return found;
 }
 
 static int node_open(node_t *node, uct_md_h md, const char *dev,
@@ -220,7 +201,7 @@ int main(int argc, char **argv)
         *colon = '\0';
     }
 
-    component = find_component();
+    component = guest_find_component("ibshare");
     if ((component == NULL) || (senders == NULL) || (seen == NULL) ||
         (uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) ||
         (uct_md_open(component, md_name, md_config, &md) != UCS_OK)) {

@@ -3,6 +3,8 @@
  * count of this process's MRs (`rdma res show mr`). Runs in the guest with
  * the module preloaded; argument: the md (device) name.
  */
+#include "guest_util.h"
+
 #include <uct/api/uct.h>
 
 #include <dirent.h>
@@ -12,18 +14,6 @@
 #include <unistd.h>
 
 
-static int failures;
-
-#define CHECK(_cond, ...) \
-    do { \
-        if (_cond) { \
-            printf("ok: md_reg: " __VA_ARGS__); \
-        } else { \
-            printf("FAIL: md_reg: " __VA_ARGS__); \
-            failures++; \
-        } \
-        printf("\n"); \
-    } while (0)
 
 
 /* MRs the kernel holds for this process; *rkey_p gets the last one's rkey */
@@ -77,22 +67,6 @@ static int uverbs_open(void)
         closedir(dir);
     }
     return found;
-}
-
-static uct_component_h find_component(uct_component_h *components,
-                                      unsigned count)
-{
-    uct_component_attr_t attr;
-    unsigned i;
-
-    for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "ibshare")) {
-            return components[i];
-        }
-    }
-    return NULL;
 }
 
 static uct_md_h open_md(uct_component_h component, const char *name)
@@ -170,21 +144,14 @@ static void test_registration(uct_component_h component, const char *dev,
 int main(int argc, char **argv)
 {
     const char *dev = (argc > 1) ? argv[1] : "rxe0";
-    uct_component_h *components, component;
-    unsigned count;
+    uct_component_h component;
 
-    if (uct_query_components(&components, &count) != UCS_OK) {
-        printf("FAIL: md_reg: uct_query_components\n");
-        return 1;
-    }
-
-    component = find_component(components, count);
+    snprintf(guest_name, sizeof(guest_name), "md_reg");
+    component = guest_find_component("ibshare");
     CHECK(component != NULL, "component ibshare is registered (preloaded)");
     if (component != NULL) {
         test_registration(component, dev, 1);
         test_registration(component, dev, 0);
     }
-
-    uct_release_component_list(components);
-    return failures ? 1 : 0;
+    return guest_failures ? 1 : 0;
 }

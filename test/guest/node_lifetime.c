@@ -39,11 +39,11 @@
  * closed every fd it opened.
  */
 #define _GNU_SOURCE
+#include "guest_util.h"
+
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -65,24 +65,8 @@
 #define CHECK_PERIOD  1.0     /* uct_ep_check on every endpoint */
 #define TICK_PERIOD   1.0     /* progress file, peers file, leave files */
 
-static int failures;
 static const char *my_name = "?";
 
-#define CHECK(_cond, ...) \
-    do { \
-        int _ok = !!(_cond); \
-        printf("%s: node_lifetime %s: ", _ok ? "ok" : "FAIL", my_name); \
-        printf(__VA_ARGS__); \
-        printf("\n"); \
-        fflush(stdout); \
-        failures += !_ok; \
-    } while (0)
-
-#define DIE(...) \
-    do { \
-        CHECK(0, __VA_ARGS__); \
-        exit(1); \
-    } while (0)
 
 
 typedef struct {
@@ -143,19 +127,6 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static unsigned long registrations(void)
-{
-    static unsigned long (*count)(void);
-
-    if (count == NULL) {
-        count = (unsigned long (*)(void))dlsym(RTLD_DEFAULT,
-                                               "ibshare_test_registrations");
-        if (count == NULL) {
-            DIE("count_reg.so is not preloaded");
-        }
-    }
-    return count();
-}
 
 static void path_of(char *path, size_t max, const char *what,
                     const char *name)
@@ -172,60 +143,12 @@ static int file_exists(const char *path)
 
 static void publish(const char *what, const void *data, size_t length)
 {
-    char path[512], tmp[520];
-    FILE *file;
+    char path[512];
 
     path_of(path, sizeof(path), what, my_name);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    file = fopen(tmp, "w");
-    if ((file == NULL) || (fwrite(data, 1, length, file) != length) ||
-        (fclose(file) != 0) || (rename(tmp, path) != 0)) {
-        DIE("cannot write %s: %m", path);
-    }
+    guest_publish(path, data, length);
 }
 
-static int open_fds(void)
-{
-    struct dirent *entry;
-    int count = 0;
-    DIR *fd_dir;
-
-    fd_dir = opendir("/proc/self/fd");
-    while ((fd_dir != NULL) && ((entry = readdir(fd_dir)) != NULL)) {
-        count += entry->d_name[0] != '.';
-    }
-    if (fd_dir != NULL) {
-        closedir(fd_dir);
-    }
-    return count - 1; /* the directory's own */
-}
-
-static uct_component_h find_component(void)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned count, i;
-
-    if (uct_query_components(&components, &count) != UCS_OK) {
-        DIE("uct_query_components");
-    }
-    for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "ibshare")) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    if (found == NULL) {
-        DIE("component ibshare is not registered (module not preloaded?)");
-    }
-    return found;
-}
-
-static void completed(uct_completion_t *comp)
-{
-}
 
 /* Our region in every peer's buffer, and our local copies of it */
 static uint8_t *local_src(const peer_t *peer)
@@ -348,7 +271,7 @@ static void add_peer(const char *name)
     peer->state    = PEER_WAIT_ADDR;
     peer->named_at = now();
     peer->put_comp.func = peer->flush_comp.func = peer->get_comp.func =
-                          completed;
+                          guest_completed;
     printf("peer %s added\n", name);
     fflush(stdout);
 }
@@ -762,6 +685,7 @@ int main(int argc, char **argv)
     }
     dir      = argv[1];
     my_name  = argv[2];
+    snprintf(guest_name, sizeof(guest_name), "node_lifetime %s", my_name);
     my_index = (unsigned)atoi(argv[3]);
     shared   = !strcmp(argv[5], "shared");
     founder  = !strcmp(argv[6], "founder");
@@ -775,8 +699,8 @@ int main(int argc, char **argv)
     }
     expected = (shared && !founder) ? 0 : 1;
 
-    component = find_component();
-    fds       = open_fds();
+    component = guest_ibshare_component();
+    fds       = guest_open_fds();
     if ((uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) ||
         (uct_md_open(component, md_name, md_config, &md) != UCS_OK)) {
         DIE("cannot open md %s", md_name);
@@ -787,14 +711,7 @@ int main(int argc, char **argv)
         DIE("uct_md_query, or a packed key over %d bytes", ADDR_MAX);
     }
 
-    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                  &async) != UCS_OK) ||
-        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) !=
-         UCS_OK) ||
-        (uct_md_iface_config_read(md, "rc_share", NULL, NULL,
-                                  &iface_config) != UCS_OK)) {
-        DIE("cannot create a worker");
-    }
+    guest_open_worker(md, &async, &worker, &iface_config);
 
     /* Joins the group */
     memset(&iface_params, 0, sizeof(iface_params));
@@ -822,7 +739,7 @@ int main(int argc, char **argv)
     CHECK(attr.cap.flags & UCT_IFACE_FLAG_EP_CHECK,
           "the iface has ep_check (UCT_IFACE_FLAG_EP_CHECK)");
 
-    regs = registrations();
+    regs = guest_registrations();
     CHECK(regs == expected, "joined the group (%s mode, %s) in %.1f s after "
           "%lu registration(s), expected %lu", argv[5], argv[6],
           now() - started, regs, expected);
@@ -843,8 +760,8 @@ int main(int argc, char **argv)
     CHECK((mem.method == UCT_ALLOC_METHOD_MD) && (mem.md == md),
           "the buffer comes from the ibshare md (%p, %zu bytes)",
           mem.address, mem.length);
-    CHECK(registrations() == regs, "allocating from the slice registered "
-          "nothing (%lu in all)", registrations());
+    CHECK(guest_registrations() == regs, "allocating from the slice registered "
+          "nothing (%lu in all)", guest_registrations());
     memset(mem.address, 0, mem.length);
 
     memset(&self, 0, sizeof(self));
@@ -883,18 +800,18 @@ int main(int argc, char **argv)
         printf("peer %s: %lu rounds\n", peers[i].name, peers[i].rounds);
     }
     printf("rounds: %lu errors: %lu\n", rounds_done, errors);
-    CHECK(registrations() == regs, "the whole run made no registration "
+    CHECK(guest_registrations() == regs, "the whole run made no registration "
           "beyond the %s (%lu)", expected ? "pool or slice" : "import",
-          registrations());
-    printf("registrations: %lu\n", registrations());
+          guest_registrations());
+    printf("registrations: %lu\n", guest_registrations());
 
     uct_mem_free(&mem);
     uct_iface_close(iface);
     uct_worker_destroy(worker);
     ucs_async_context_destroy(async);
     uct_md_close(md);
-    CHECK(open_fds() == fds, "leaving the group closed every fd it opened "
-          "(%d before, %d after)", fds, open_fds());
+    CHECK(guest_open_fds() == fds, "leaving the group closed every fd it opened "
+          "(%d before, %d after)", fds, guest_open_fds());
     printf("left %.1f s after it was told to\n", now() - left_at);
-    return (failures || errors) ? 1 : 0;
+    return (guest_failures || errors) ? 1 : 0;
 }

@@ -19,11 +19,11 @@
  * DIR/release when it has looked at the live group.
  */
 #define _GNU_SOURCE
+#include "guest_util.h"
+
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,24 +36,8 @@
 #define ADDR_MAX      256
 #define WAIT_SECONDS  120
 
-static int failures;
 static int my_index;
 
-#define CHECK(_cond, ...) \
-    do { \
-        int _ok = !!(_cond); \
-        printf("%s: node_member %d: ", _ok ? "ok" : "FAIL", my_index); \
-        printf(__VA_ARGS__); \
-        printf("\n"); \
-        fflush(stdout); \
-        failures += !_ok; \
-    } while (0)
-
-#define DIE(...) \
-    do { \
-        CHECK(0, __VA_ARGS__); \
-        exit(1); \
-    } while (0)
 
 
 typedef struct {
@@ -66,19 +50,6 @@ static const char *dir;
 static uct_worker_h worker;
 
 
-static unsigned long registrations(void)
-{
-    static unsigned long (*count)(void);
-
-    if (count == NULL) {
-        count = (unsigned long (*)(void))dlsym(RTLD_DEFAULT,
-                                               "ibshare_test_registrations");
-        if (count == NULL) {
-            DIE("count_reg.so is not preloaded");
-        }
-    }
-    return count();
-}
 
 static void path_of(char *path, size_t max, const char *what, int index)
 {
@@ -87,16 +58,10 @@ static void path_of(char *path, size_t max, const char *what, int index)
 
 static void publish(const char *what, const void *data, size_t length)
 {
-    char path[512], tmp[520];
-    FILE *file;
+    char path[512];
 
     path_of(path, sizeof(path), what, my_index);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    file = fopen(tmp, "w");
-    if ((file == NULL) || (fwrite(data, 1, length, file) != length) ||
-        (fclose(file) != 0) || (rename(tmp, path) != 0)) {
-        DIE("cannot write %s: %m", path);
-    }
+    guest_publish(path, data, length);
 }
 
 /* Waits, progressing UCT (peers' handshakes need us), until a file exists */
@@ -139,48 +104,6 @@ static void read_addr(int index, member_addr_t *addr)
     fclose(file);
 }
 
-static int open_fds(void)
-{
-    struct dirent *entry;
-    int count = 0;
-    DIR *fd_dir;
-
-    fd_dir = opendir("/proc/self/fd");
-    while ((fd_dir != NULL) && ((entry = readdir(fd_dir)) != NULL)) {
-        count += entry->d_name[0] != '.';
-    }
-    if (fd_dir != NULL) {
-        closedir(fd_dir);
-    }
-    return count - 1; /* the directory's own */
-}
-
-static uct_component_h find_component(void)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned count, i;
-
-    if (uct_query_components(&components, &count) != UCS_OK) {
-        DIE("uct_query_components");
-    }
-    for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "ibshare")) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    if (found == NULL) {
-        DIE("component ibshare is not registered (module not preloaded?)");
-    }
-    return found;
-}
-
-static void completed(uct_completion_t *comp)
-{
-}
 
 /* Runs an operation that may need retries until the QP is connected */
 static void wait_comp(uct_completion_t *comp, ucs_status_t status,
@@ -207,7 +130,7 @@ static void wait_comp(uct_completion_t *comp, ucs_status_t status,
 
 int main(int argc, char **argv)
 {
-    uct_completion_t comp = {.func = completed};
+    uct_completion_t comp = {.func = guest_completed};
     uct_allocated_memory_t local, source, second, readback;
     uct_iface_params_t iface_params;
     uct_mem_alloc_params_t alloc;
@@ -241,6 +164,7 @@ int main(int argc, char **argv)
     any      = !strcmp(argv[5], "any");
     dir      = argv[1];
     my_index = atoi(argv[2]);
+    snprintf(guest_name, sizeof(guest_name), "node_member %d", my_index);
     count    = atoi(argv[3]);
     next     = (my_index + 1) % count;
     prev     = (my_index + count - 1) % count;
@@ -250,8 +174,8 @@ int main(int argc, char **argv)
         *colon = '\0';
     }
 
-    component = find_component();
-    fds       = open_fds();
+    component = guest_ibshare_component();
+    fds       = guest_open_fds();
     /* Two mds, as Open MPI's pml and osc each open one: one membership */
     if ((uct_md_config_read(component, NULL, NULL, &md_config) != UCS_OK) ||
         (uct_md_open(component, md_name, md_config, &md) != UCS_OK) ||
@@ -259,16 +183,9 @@ int main(int argc, char **argv)
         DIE("cannot open md %s", md_name);
     }
     uct_config_release(md_config);
-    CHECK(registrations() == 0, "opening the md registers nothing");
+    CHECK(guest_registrations() == 0, "opening the md registers nothing");
 
-    if ((ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                  &async) != UCS_OK) ||
-        (uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker) !=
-         UCS_OK) ||
-        (uct_md_iface_config_read(md, "rc_share", NULL, NULL,
-                                  &iface_config) != UCS_OK)) {
-        DIE("cannot create a worker");
-    }
+    guest_open_worker(md, &async, &worker, &iface_config);
 
     memset(&iface_params, 0, sizeof(iface_params));
     iface_params.field_mask            = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
@@ -284,7 +201,7 @@ int main(int argc, char **argv)
     }
     uct_iface_progress_enable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-    regs = registrations();
+    regs = guest_registrations();
     if (any) {
         printf("iface open after %lu registration(s)\n", regs);
     } else if (shared) {
@@ -313,17 +230,17 @@ int main(int argc, char **argv)
     CHECK(uct_md_mem_reg(md, local.address, BUF_SIZE, UCT_MD_MEM_ACCESS_ALL,
                          &memh) == UCS_OK, "mem_reg of slice memory");
     uct_md_mem_dereg(md, memh);
-    CHECK(any || (registrations() == regs), "allocating from the slice and "
+    CHECK(any || (guest_registrations() == regs), "allocating from the slice and "
           "registering slice memory made no verbs registration (%lu in all)",
-          registrations());
+          guest_registrations());
 
     alloc.mds.mds = &md2;
     CHECK(uct_mem_alloc(BUF_SIZE, &method, 1, &alloc, &second) == UCS_OK,
           "mem_alloc from a second md of the same device");
-    CHECK(any || (registrations() == regs), "the second md shares the "
+    CHECK(any || (guest_registrations() == regs), "the second md shares the "
           "process's "
           "membership and slice: no registration (%lu in all)",
-          registrations());
+          guest_registrations());
     uct_mem_free(&second);
     uct_md_close(md2);
 
@@ -409,9 +326,9 @@ int main(int argc, char **argv)
     /* Nobody leaves (its QPs with it) while a peer still reads from it */
     publish("read", "", 0);
     wait_all("read", count);
-    CHECK(any || (registrations() == regs), "the whole run made no "
-          "registration beyond the pool or slice (%lu)", registrations());
-    printf("registrations: %lu\n", registrations());
+    CHECK(any || (guest_registrations() == regs), "the whole run made no "
+          "registration beyond the pool or slice (%lu)", guest_registrations());
+    printf("registrations: %lu\n", guest_registrations());
 
     publish("checked", "", 0);
     snprintf(path, sizeof(path), "%s/release", dir);
@@ -426,7 +343,7 @@ int main(int argc, char **argv)
     uct_worker_destroy(worker);
     ucs_async_context_destroy(async);
     uct_md_close(md);
-    CHECK(open_fds() == fds, "leaving the group closed every fd it opened "
-          "(%d before, %d after)", fds, open_fds());
-    return failures ? 1 : 0;
+    CHECK(guest_open_fds() == fds, "leaving the group closed every fd it "
+          "opened (%d before, %d after)", fds, guest_open_fds());
+    return guest_failures ? 1 : 0;
 }
