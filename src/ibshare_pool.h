@@ -20,9 +20,12 @@
 
 
 /*
- * Create the pool file: size bytes, sealed against shrinking and growing so
- * no member can pull pages from under another's registration. huge: try
- * huge pages first (UCS_TRY), require them (UCS_YES) or not (UCS_NO).
+ * Create the pool file: size bytes, sealed against shrinking and growing, so
+ * every mapping and registration covers the whole file. The seals do not
+ * stop a holder of the fd from punching holes (pages then differ between
+ * the CPU and the registration): that is inside the trust boundary, the
+ * uid (doc/node-sharing.md, "Trust model"). huge: try huge pages first
+ * (UCS_TRY), require them (UCS_YES) or not (UCS_NO).
  */
 ucs_status_t uct_ibshare_pool_create(const char *name, size_t size,
                                      ucs_ternary_auto_value_t huge,
