@@ -10,6 +10,7 @@
 
 test_name=$(basename "$0" .sh)
 failures=0
+test_started=$(date +%s)
 
 # The node-group tests run in both modes of the group: NAME.sh in a guest
 # with Debian's rxe provider, which cannot import (fallback mode), and
@@ -43,6 +44,8 @@ check() {
 }
 
 finish() {
+    # contrib/check lists the slowest tests from these lines
+    echo "$test_name: took $(($(date +%s) - test_started)) s"
     if [ "$failures" -ne 0 ]; then
         echo "$test_name: $failures check(s) failed" >&2
         exit 1
