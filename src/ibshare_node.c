@@ -466,14 +466,13 @@ uct_ibshare_node_wrong_group(uct_ibshare_node_t *node, uint32_t reason,
                              const uct_ibshare_ident_t *theirs,
                              const char *what)
 {
-    ucs_error("socket %s is served by another group (%s): its server %s job "
-              "hash %016llx, device %s, port GUID %016llx; we are job '%s' "
-              "(hash %016llx), device %s, port GUID %016llx. Remove the "
-              "socket (is it a symlink or a bind mount?) or give this job "
-              "its own UCX_IBSHARE_RUNTIME_DIR", node->sock_path,
-              uct_ibshare_refuse_reason_str(reason), what,
-              (unsigned long long)theirs->job_hash, theirs->dev_name,
-              (unsigned long long)theirs->port_guid, node->job_key,
+    ucs_error("socket %s is served by job hash %016llx, device %s, port GUID"
+              " %016llx (%s: %s); we are job '%s' (hash %016llx), device %s, "
+              "port GUID %016llx. Remove the socket (is it a symlink or a "
+              "bind mount?) or give this job its own UCX_IBSHARE_RUNTIME_DIR",
+              node->sock_path, (unsigned long long)theirs->job_hash,
+              theirs->dev_name, (unsigned long long)theirs->port_guid,
+              uct_ibshare_refuse_reason_str(reason), what, node->job_key,
               (unsigned long long)node->ident.job_hash, node->ident.dev_name,
               (unsigned long long)node->ident.port_guid);
     return UCS_ERR_REJECTED;
@@ -527,7 +526,7 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
         if (reply.refuse_reason >= UCT_IBSHARE_REFUSE_JOB) {
             return uct_ibshare_node_wrong_group(node, reply.refuse_reason,
                                                 &reply.refuse_ident,
-                                                "refused us");
+                                                "the server refused us");
         }
         ucs_error("%s: the server refused us (reason %u: %s)",
                   node->sock_path, reply.refuse_reason,
@@ -542,7 +541,7 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
     if (reason != 0) {
         uct_ibshare_sock_close_fds(fds, UCT_IBSHARE_SOCK_MAX_FDS);
         return uct_ibshare_node_wrong_group(node, reason, &ident,
-                                            "sent the descriptor of");
+                                            "its descriptor says so");
     }
 
     status = uct_ibshare_node_attach(node, &reply.desc, fds, deadline,

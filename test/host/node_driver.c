@@ -27,6 +27,11 @@
  *     the default GUID): job (KEY + "x"), device (DEV + "x"), guid (+ 1)
  *   node_driver request SOCK [SEC [KEY [DEV [GUID]]]]
  *                                    the joiner's side of a hand-off
+ *   node_driver serve SOCK KEY DEV GUID
+ *                                    a server that lies: answers one JOIN,
+ *                                    whatever it names, with a fallback
+ *                                    descriptor of KEY DEV GUID; prints
+ *                                    "listening" and "served <pid>"
  *   node_driver flood SOCK N SEC     N connections that say nothing, held
  *                                    until the server closes them or SEC
  *                                    pass: prints "flood N closed M"
@@ -595,6 +600,67 @@ static int cmd_request(int argc, char **argv)
     return 0;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+    int listen_fd, fd, pool_fd, ret = 1;
+    uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_desc_t desc;
+    unsigned nfds;
+    size_t length;
+    struct pollfd pfd;
+
+    if (uct_ibshare_sock_listen(argv[1], &listen_fd) != UCS_OK) {
+        return 1;
+    }
+    printf("listening\n");
+    fflush(stdout);
+
+    pfd.fd     = listen_fd;
+    pfd.events = POLLIN;
+    if ((poll(&pfd, 1, 10000) != 1) ||
+        ((fd = accept(listen_fd, NULL, NULL)) < 0)) {
+        fprintf(stderr, "node_driver serve: nobody came: %m\n");
+        goto out;
+    }
+    if (uct_ibshare_sock_recv(fd, buf, sizeof(buf), &length, NULL, 0, &nfds,
+                              ucs_get_time() + ucs_time_from_sec(5)) !=
+        UCS_OK) {
+        close(fd);
+        goto out;
+    }
+
+    memset(&desc, 0, sizeof(desc));
+    desc.mode       = UCT_IBSHARE_GROUP_FALLBACK;
+    desc.pool_iova  = 0x10000000;
+    desc.pool_size  = desc.slice_size = SLICE_SIZE;
+    desc.num_slices = 1;
+    desc.server_pid = getpid();
+    desc.port_num   = 1;
+    desc.port_guid  = strtoull(argv[4], NULL, 16);
+    desc.job_hash   = uct_ibshare_job_hash(argv[2]);
+    snprintf(desc.dev_name, sizeof(desc.dev_name), "%s", argv[3]);
+    length  = uct_ibshare_msg_pack_desc(buf, sizeof(buf), &desc);
+    pool_fd = make_memfd("ibshare-test-liar", SLICE_SIZE, "liar");
+    if ((length > 0) && (pool_fd >= 0) &&
+        (uct_ibshare_sock_send(fd, buf, length, &pool_fd, 1,
+                               ucs_get_time() + ucs_time_from_sec(5)) ==
+         UCS_OK)) {
+        printf("served %d\n", (int)getpid());
+        ret = 0;
+    }
+    if (pool_fd >= 0) {
+        close(pool_fd);
+    }
+    /* Until the joiner has read it: closing first could reset the
+     * connection before the descriptor is read */
+    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000);
+    close(fd);
+out:
+    close(listen_fd);
+    unlink(argv[1]);
+    return ret;
+}
+
 static int cmd_flood(int argc, char **argv)
 {
     int count = atoi(argv[2]), i, open_count, closed = 0;
@@ -672,12 +738,14 @@ int main(int argc, char **argv)
         return cmd_raw(argc - 1, argv + 1);
     } else if ((argc >= 3) && !strcmp(argv[1], "request")) {
         return cmd_request(argc - 1, argv + 1);
+    } else if ((argc >= 6) && !strcmp(argv[1], "serve")) {
+        return cmd_serve(argc - 1, argv + 1);
     } else if ((argc >= 5) && !strcmp(argv[1], "flood")) {
         return cmd_flood(argc - 1, argv + 1);
     } else if ((argc >= 4) && !strcmp(argv[1], "lines")) {
         return cmd_lines(argc - 1, argv + 1);
     }
 
-    fprintf(stderr, "usage: node_driver join|raw|request|flood|lines ...\n");
+    fprintf(stderr, "usage: node_driver join|raw|request|serve|flood|lines ...\n");
     return 3;
 }

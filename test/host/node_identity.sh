@@ -33,7 +33,7 @@ check "the joiner of plant is not served by other (rc $rc)" test $rc -eq 1
 check "it failed, leaking nothing" \
       grep -q "^failed pid=$j founder=0 status=.* fdleak=0" "$tmpdir/J.line"
 check "it names the socket, the other group and its own" \
-      grep -q "socket $plant_sock is served by another group (another job):.*device fake1.*we are job 'plant' (hash [0-9a-f]*), device fake0" \
+      grep -q "socket $plant_sock is served by job hash [0-9a-f]*, device fake1, .*(another job: the server refused us); we are job 'plant' (hash [0-9a-f]*), device fake0" \
       "$tmpdir/J.err"
 check "and tells what to do" \
       grep -q "Remove the socket (is it a symlink" "$tmpdir/J.err"
@@ -57,7 +57,7 @@ wait $k
 check "same job, other device: refused (rc $?)" grep -q "^failed" \
       "$tmpdir/K.line"
 check "naming the device" \
-      grep -q "served by another group (another device name).*device fake1" \
+      grep -q "served by job hash [0-9a-f]*, device fake1, .*(another device name: " \
       "$tmpdir/K.err"
 
 # Same job and device, another port GUID: the group's own socket
@@ -68,8 +68,31 @@ wait $g
 check "another port GUID: refused (rc $?)" grep -q "^failed" \
       "$tmpdir/G.line"
 check "naming both GUIDs" \
-      grep -q "(another port GUID).*port GUID $guid; we are.*port GUID 0000000000001111" \
+      grep -q "port GUID $guid (another port GUID: .*); we are.*port GUID 0000000000001111" \
       "$tmpdir/G.err"
+
+# A server at plant's path that lies: it answers whatever JOIN with a
+# descriptor of other's; the joiner checks the descriptor itself
+rm "$plant_sock"
+"$driver" serve "$plant_sock" other fake1 $guid > "$tmpdir/liar.out" \
+    2> "$tmpdir/liar.err" 3>&- 4>&- 5>&- 6>&- &
+liar=$!
+i=0
+while [ ! -S "$plant_sock" ] && [ $i -lt 100 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+drive L -k plant -D fake0 -t 3
+l=$!
+lines 1 > "$tmpdir/L.line"
+wait $l
+check "a lying server's descriptor is refused (rc $?)" \
+      grep -q "^failed pid=$l founder=0 .*fdleak=0" "$tmpdir/L.line"
+wait $liar
+check "after the liar served it" grep -q "^served $liar" "$tmpdir/liar.out"
+check "naming the descriptor's group and ours" \
+      grep -q "socket $plant_sock is served by job hash [0-9a-f]*, device fake1, .*(another job: its descriptor says so); we are job 'plant'" \
+      "$tmpdir/L.err"
 
 # Raw JOINs to other's server
 for case in "job:4:another job" "device:5:another device name" \
@@ -102,7 +125,7 @@ wait $m
 check "and serves its own members (rc $?)" \
       grep -q "^joined .* server=$o .*fds=ok" "$tmpdir/M.out"
 
-rm "$plant_sock"
+rm -f "$plant_sock"
 exec 5>&-
 lines 3 > "$tmpdir/left"
 wait_all $p $o $q
