@@ -88,12 +88,13 @@ static int uct_ibshare_sock_count_fds(void)
     return count - 1; /* the directory's own */
 }
 
-/* The server's fds did not fit under our RLIMIT_NOFILE: say so, in figures */
+/* The server's fds did not fit under our RLIMIT_NOFILE: say so, in figures
+ * (logged whole: err may be too short for it) */
 static void uct_ibshare_sock_fd_limit_err(const char *path, pid_t pid,
                                           char *err, size_t err_max)
 {
     struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-    char open_fds[32];
+    char open_fds[32], msg[512];
     int count;
 
     count = uct_ibshare_sock_count_fds();
@@ -103,13 +104,14 @@ static void uct_ibshare_sock_fd_limit_err(const char *path, pid_t pid,
         snprintf(open_fds, sizeof(open_fds), "all");
     }
     getrlimit(RLIMIT_NOFILE, &rl);
-    uct_ibshare_sock_err(err, err_max, "the file descriptors from server pid "
-                         "%d at %s could not be received: this process has "
-                         "%s fds open, at its RLIMIT_NOFILE soft limit of "
-                         "%llu (hard limit %llu); raise it (ulimit -n) or "
-                         "open fewer files", (int)pid, path, open_fds,
-                         (unsigned long long)rl.rlim_cur,
-                         (unsigned long long)rl.rlim_max);
+    snprintf(msg, sizeof(msg), "the file descriptors from server pid %d at "
+             "%s could not be received: the kernel found no free fd below our"
+             " RLIMIT_NOFILE soft limit of %llu (hard limit %llu; %s fds "
+             "open); raise it (ulimit -n) or open fewer files", (int)pid,
+             path, (unsigned long long)rl.rlim_cur,
+             (unsigned long long)rl.rlim_max, open_fds);
+    ucs_error("%s", msg);
+    uct_ibshare_sock_err(err, err_max, "%s", msg);
 }
 
 ucs_status_t uct_ibshare_sock_check_path(const char *path)
@@ -480,7 +482,6 @@ ucs_status_t uct_ibshare_sock_request(const char *path,
         /* Our socket's fd counts too, and is of no use any more */
         ucs_close_fd(&fd);
         uct_ibshare_sock_fd_limit_err(path, pid, err, err_max);
-        ucs_error("%s", err);
         goto out;
     case UCS_ERR_EXCEEDS_LIMIT:
         uct_ibshare_sock_err(err, err_max, "server pid %d at %s sent more "
