@@ -746,6 +746,7 @@ int main(int argc, char **argv)
         return cmd_lines(argc - 1, argv + 1);
     }
 
-    fprintf(stderr, "usage: node_driver join|raw|request|serve|flood|lines ...\n");
+    fprintf(stderr, "usage: node_driver join|raw|request|serve|flood|lines "
+            "...\n");
     return 3;
 }
