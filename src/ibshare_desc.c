@@ -4,12 +4,19 @@
  * Wire layout, little-endian, no padding (offsets in bytes):
  *
  *   header   0 magic u32   4 version u16   6 type u16   8 body length u32
- *   JOIN     0 pid u32     4 uid u32                                (8)
- *   REFUSE   0 reason u32                                           (4)
+ *   JOIN     0 pid u32     4 uid u32     8 job_hash u64  16 port_guid u64
+ *           24 dev_name[64]                                        (88)
+ *   REFUSE   0 reason u32  4 job_hash u64  12 port_guid u64
+ *           20 dev_name[64]                                        (84)
  *   DESC     0 mode        4 pd_handle     8 mr_handle  12 lkey  16 rkey
  *           20 pool_iova u64  28 pool_size u64  36 slice_size u64
  *           44 num_slices  48 slice  52 server_pid  56 has_cmd_fd
- *           60 port_guid u64  68 port_num u8  69 dev_name[64]     (133)
+ *           60 port_guid u64  68 port_num u8  69 dev_name[64]
+ *          133 job_hash u64                                       (141)
+ *
+ * JOIN names the group the joiner wants and REFUSE the server's own group
+ * (JOB, DEVICE, GUID only; zeros otherwise), so both sides can tell a
+ * socket that leads to another group and name both.
  *
  * Every byte of an accepted message is determined by the decoded fields
  * (fixed header values, exact lengths, zeros after dev_name's NUL), so a
@@ -29,9 +36,10 @@
 
 
 #define UCT_IBSHARE_MSG_HDR_LEN     12
-#define UCT_IBSHARE_MSG_JOIN_LEN    8
-#define UCT_IBSHARE_MSG_REFUSE_LEN  4
-#define UCT_IBSHARE_MSG_DESC_LEN    (69 + UCT_IBSHARE_DESC_DEV_MAX)
+#define UCT_IBSHARE_MSG_IDENT_LEN   (16 + UCT_IBSHARE_DESC_DEV_MAX)
+#define UCT_IBSHARE_MSG_JOIN_LEN    (8 + UCT_IBSHARE_MSG_IDENT_LEN)
+#define UCT_IBSHARE_MSG_REFUSE_LEN  (4 + UCT_IBSHARE_MSG_IDENT_LEN)
+#define UCT_IBSHARE_MSG_DESC_LEN    (77 + UCT_IBSHARE_DESC_DEV_MAX)
 #define UCT_IBSHARE_DESC_ALIGN      4096  /* page: what ibv_reg_mr pins */
 
 /* A layout change must not break the header's "no message is longer" */
@@ -109,11 +117,114 @@ static int uct_ibshare_dev_name_char_ok(unsigned char c)
            (c == '-');
 }
 
-ucs_status_t uct_ibshare_desc_check(const uct_ibshare_desc_t *desc,
-                                    char *err, size_t err_max)
+/* A device name field: NUL-terminated, not empty, of the safe set */
+static ucs_status_t uct_ibshare_name_check(const char *name, size_t size,
+                                           const char *what, char *err,
+                                           size_t err_max)
 {
     const char *nul;
     size_t i;
+
+    nul = memchr(name, '\0', size);
+    if (nul == NULL) {
+        return uct_ibshare_msg_error(err, err_max,
+                                     "%s dev_name has no NUL within its %zu "
+                                     "bytes", what, size);
+    }
+    if (nul == name) {
+        return uct_ibshare_msg_error(err, err_max, "%s dev_name is empty",
+                                     what);
+    }
+    for (i = 0; &name[i] < nul; ++i) {
+        if (!uct_ibshare_dev_name_char_ok((unsigned char)name[i])) {
+            return uct_ibshare_msg_error(err, err_max,
+                                         "%s dev_name has byte 0x%02x at "
+                                         "offset %zu; only A-Z a-z 0-9 _ . -"
+                                         " are allowed", what,
+                                         (unsigned char)name[i], i);
+        }
+    }
+    return UCS_OK;
+}
+
+/* On the wire only: the encoder writes the zeros after the NUL itself */
+static ucs_status_t uct_ibshare_name_check_tail(const char *name,
+                                                size_t size, const char *what,
+                                                char *err, size_t err_max)
+{
+    size_t i;
+
+    for (i = strnlen(name, size); i < size; ++i) {
+        if (name[i] != '\0') {
+            return uct_ibshare_msg_error(err, err_max,
+                                         "%s dev_name has nonzero byte 0x%02x"
+                                         " after its NUL, at offset %zu",
+                                         what, (unsigned char)name[i], i);
+        }
+    }
+    return UCS_OK;
+}
+
+uint64_t uct_ibshare_job_hash(const char *job_key)
+{
+    uint64_t hash = 0xcbf29ce484222325ull;
+    const uint8_t *p = (const uint8_t*)job_key;
+
+    do {
+        hash = (hash ^ *p) * 0x100000001b3ull;
+    } while (*p++ != '\0');
+    return hash;
+}
+
+void uct_ibshare_desc_ident(const uct_ibshare_desc_t *desc,
+                            uct_ibshare_ident_t *ident)
+{
+    memset(ident, 0, sizeof(*ident));
+    ident->job_hash  = desc->job_hash;
+    ident->port_guid = desc->port_guid;
+    memcpy(ident->dev_name, desc->dev_name,
+           strnlen(desc->dev_name, sizeof(desc->dev_name) - 1));
+}
+
+uint32_t uct_ibshare_ident_compare(const uct_ibshare_ident_t *a,
+                                   const uct_ibshare_ident_t *b)
+{
+    if (a->job_hash != b->job_hash) {
+        return UCT_IBSHARE_REFUSE_JOB;
+    }
+    if (strncmp(a->dev_name, b->dev_name, sizeof(a->dev_name))) {
+        return UCT_IBSHARE_REFUSE_DEVICE;
+    }
+    if (a->port_guid != b->port_guid) {
+        return UCT_IBSHARE_REFUSE_GUID;
+    }
+    return 0;
+}
+
+const char *uct_ibshare_refuse_reason_str(uint32_t reason)
+{
+    switch (reason) {
+    case UCT_IBSHARE_REFUSE_UID:
+        return "another user";
+    case UCT_IBSHARE_REFUSE_BAD_MSG:
+        return "it did not understand our join message";
+    case UCT_IBSHARE_REFUSE_BUSY:
+        return "busy";
+    case UCT_IBSHARE_REFUSE_JOB:
+        return "another job";
+    case UCT_IBSHARE_REFUSE_DEVICE:
+        return "another device name";
+    case UCT_IBSHARE_REFUSE_GUID:
+        return "another port GUID";
+    default:
+        return "unknown";
+    }
+}
+
+ucs_status_t uct_ibshare_desc_check(const uct_ibshare_desc_t *desc,
+                                    char *err, size_t err_max)
+{
+    ucs_status_t status;
 
     if ((desc->mode != UCT_IBSHARE_GROUP_SHARED) &&
         (desc->mode != UCT_IBSHARE_GROUP_FALLBACK)) {
@@ -196,24 +307,10 @@ ucs_status_t uct_ibshare_desc_check(const uct_ibshare_desc_t *desc,
                                      "number (they start at 1)");
     }
 
-    nul = memchr(desc->dev_name, '\0', sizeof(desc->dev_name));
-    if (nul == NULL) {
-        return uct_ibshare_msg_error(err, err_max,
-                                     "descriptor dev_name has no NUL within "
-                                     "its %zu bytes", sizeof(desc->dev_name));
-    }
-    if (nul == desc->dev_name) {
-        return uct_ibshare_msg_error(err, err_max,
-                                     "descriptor dev_name is empty");
-    }
-    for (i = 0; &desc->dev_name[i] < nul; ++i) {
-        if (!uct_ibshare_dev_name_char_ok((unsigned char)desc->dev_name[i])) {
-            return uct_ibshare_msg_error(err, err_max,
-                                         "descriptor dev_name has byte 0x%02x"
-                                         " at offset %zu; only A-Z a-z 0-9 "
-                                         "_ . - are allowed",
-                                         (unsigned char)desc->dev_name[i], i);
-        }
+    status = uct_ibshare_name_check(desc->dev_name, sizeof(desc->dev_name),
+                                    "descriptor", err, err_max);
+    if (status != UCS_OK) {
+        return status;
     }
 
     if (desc->server_pid == 0) {
@@ -229,20 +326,74 @@ static ucs_status_t uct_ibshare_msg_check_join(const uct_ibshare_msg_t *msg,
     if (msg->join.pid == 0) {
         return uct_ibshare_msg_error(err, err_max, "join pid is 0");
     }
-    return UCS_OK;
+    return uct_ibshare_name_check(msg->join.ident.dev_name,
+                                  sizeof(msg->join.ident.dev_name), "join",
+                                  err, err_max);
 }
 
 static ucs_status_t
 uct_ibshare_msg_check_refuse(const uct_ibshare_msg_t *msg, char *err,
                              size_t err_max)
 {
+    const uct_ibshare_ident_t *ident = &msg->refuse_ident;
+    size_t i;
+
     if ((msg->refuse_reason < UCT_IBSHARE_REFUSE_UID) ||
-        (msg->refuse_reason > UCT_IBSHARE_REFUSE_BUSY)) {
+        (msg->refuse_reason > UCT_IBSHARE_REFUSE_GUID)) {
         return uct_ibshare_msg_error(err, err_max,
                                      "refuse reason %" PRIu32 " is unknown",
                                      msg->refuse_reason);
     }
+    if (msg->refuse_reason >= UCT_IBSHARE_REFUSE_JOB) {
+        return uct_ibshare_name_check(ident->dev_name,
+                                      sizeof(ident->dev_name), "refuse",
+                                      err, err_max);
+    }
+
+    /* Nothing unchecked rides along: the other reasons name no group */
+    for (i = 0; i < sizeof(ident->dev_name); ++i) {
+        if (ident->dev_name[i] != '\0') {
+            break;
+        }
+    }
+    if ((ident->job_hash != 0) || (ident->port_guid != 0) ||
+        (i < sizeof(ident->dev_name))) {
+        return uct_ibshare_msg_error(err, err_max,
+                                     "refuse reason %" PRIu32 " carries a "
+                                     "group identity; only reasons %d..%d "
+                                     "do", msg->refuse_reason,
+                                     UCT_IBSHARE_REFUSE_JOB,
+                                     UCT_IBSHARE_REFUSE_GUID);
+    }
     return UCS_OK;
+}
+
+static void uct_ibshare_ident_read(uct_ibshare_rd_t *rd,
+                                   uct_ibshare_ident_t *ident)
+{
+    ident->job_hash  = uct_ibshare_get(rd, 8);
+    ident->port_guid = uct_ibshare_get(rd, 8);
+    memcpy(ident->dev_name, rd->p, sizeof(ident->dev_name));
+    rd->p += sizeof(ident->dev_name);
+}
+
+/* A name field as the decoder wants it: the name, then zeros */
+static void uct_ibshare_name_write(uct_ibshare_wr_t *wr, const char *name,
+                                   size_t size)
+{
+    size_t name_len = strnlen(name, size);
+
+    memcpy(wr->p, name, name_len);
+    memset(wr->p + name_len, 0, size - name_len);
+    wr->p += size;
+}
+
+static void uct_ibshare_ident_write(uct_ibshare_wr_t *wr,
+                                    const uct_ibshare_ident_t *ident)
+{
+    uct_ibshare_put(wr, ident->job_hash, 8);
+    uct_ibshare_put(wr, ident->port_guid, 8);
+    uct_ibshare_name_write(wr, ident->dev_name, sizeof(ident->dev_name));
 }
 
 static void uct_ibshare_desc_read(uct_ibshare_rd_t *rd,
@@ -264,14 +415,12 @@ static void uct_ibshare_desc_read(uct_ibshare_rd_t *rd,
     desc->port_num   = (uint8_t)uct_ibshare_get(rd, 1);
     memcpy(desc->dev_name, rd->p, sizeof(desc->dev_name));
     rd->p += sizeof(desc->dev_name);
+    desc->job_hash   = uct_ibshare_get(rd, 8);
 }
 
 static void uct_ibshare_desc_write(uct_ibshare_wr_t *wr,
                                    const uct_ibshare_desc_t *desc)
 {
-    const char *nul;
-    size_t name_len;
-
     uct_ibshare_put(wr, desc->mode, 4);
     uct_ibshare_put(wr, desc->pd_handle, 4);
     uct_ibshare_put(wr, desc->mr_handle, 4);
@@ -289,12 +438,8 @@ static void uct_ibshare_desc_write(uct_ibshare_wr_t *wr,
 
     /* Whatever the caller's field holds after the name (snprintf leaves
      * the rest as it was) goes out as zeros: the decoder requires them */
-    nul      = memchr(desc->dev_name, '\0', sizeof(desc->dev_name));
-    name_len = (nul != NULL) ? (size_t)(nul - desc->dev_name) :
-                               sizeof(desc->dev_name);
-    memcpy(wr->p, desc->dev_name, name_len);
-    memset(wr->p + name_len, 0, sizeof(desc->dev_name) - name_len);
-    wr->p += sizeof(desc->dev_name);
+    uct_ibshare_name_write(wr, desc->dev_name, sizeof(desc->dev_name));
+    uct_ibshare_put(wr, desc->job_hash, 8);
 }
 
 ucs_status_t uct_ibshare_msg_unpack(const void *buf, size_t length,
@@ -306,9 +451,7 @@ ucs_status_t uct_ibshare_msg_unpack(const void *buf, size_t length,
     uint16_t version, type;
     uct_ibshare_msg_t out;
     const char *type_name;
-    const char *nul;
     ucs_status_t status;
-    size_t i;
 
     if (length < UCT_IBSHARE_MSG_HDR_LEN) {
         return uct_ibshare_msg_error(err, err_max,
@@ -376,11 +519,24 @@ ucs_status_t uct_ibshare_msg_unpack(const void *buf, size_t length,
     case UCT_IBSHARE_MSG_JOIN:
         out.join.pid = uct_ibshare_get32(&rd);
         out.join.uid = uct_ibshare_get32(&rd);
+        uct_ibshare_ident_read(&rd, &out.join.ident);
         status       = uct_ibshare_msg_check_join(&out, err, err_max);
+        if (status == UCS_OK) {
+            status = uct_ibshare_name_check_tail(
+                    out.join.ident.dev_name, sizeof(out.join.ident.dev_name),
+                    "join", err, err_max);
+        }
         break;
     case UCT_IBSHARE_MSG_REFUSE:
         out.refuse_reason = uct_ibshare_get32(&rd);
+        uct_ibshare_ident_read(&rd, &out.refuse_ident);
         status            = uct_ibshare_msg_check_refuse(&out, err, err_max);
+        if (status == UCS_OK) {
+            status = uct_ibshare_name_check_tail(
+                    out.refuse_ident.dev_name,
+                    sizeof(out.refuse_ident.dev_name), "refuse", err,
+                    err_max);
+        }
         break;
     default: /* UCT_IBSHARE_MSG_DESC */
         uct_ibshare_desc_read(&rd, &out.desc);
@@ -388,20 +544,9 @@ ucs_status_t uct_ibshare_msg_unpack(const void *buf, size_t length,
         if (status != UCS_OK) {
             break;
         }
-        /* Checked on the wire only: the encoder writes the zeros itself */
-        nul = memchr(out.desc.dev_name, '\0', sizeof(out.desc.dev_name));
-        for (i = nul - out.desc.dev_name; i < sizeof(out.desc.dev_name);
-             ++i) {
-            if (out.desc.dev_name[i] != '\0') {
-                status = uct_ibshare_msg_error(err, err_max,
-                                               "descriptor dev_name has "
-                                               "nonzero byte 0x%02x after its"
-                                               " NUL, at offset %zu",
-                                               (unsigned char)
-                                               out.desc.dev_name[i], i);
-                break;
-            }
-        }
+        status = uct_ibshare_name_check_tail(out.desc.dev_name,
+                                             sizeof(out.desc.dev_name),
+                                             "descriptor", err, err_max);
         break;
     }
     if (status != UCS_OK) {
@@ -443,7 +588,8 @@ static size_t uct_ibshare_msg_finish(void *buf, size_t max,
 }
 
 size_t uct_ibshare_msg_pack_join(void *buf, size_t max, uint32_t pid,
-                                 uint32_t uid)
+                                 uint32_t uid,
+                                 const uct_ibshare_ident_t *ident)
 {
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     uct_ibshare_wr_t wr;
@@ -452,6 +598,7 @@ size_t uct_ibshare_msg_pack_join(void *buf, size_t max, uint32_t pid,
                                UCT_IBSHARE_MSG_JOIN_LEN);
     uct_ibshare_put(&wr, pid, 4);
     uct_ibshare_put(&wr, uid, 4);
+    uct_ibshare_ident_write(&wr, ident);
     return uct_ibshare_msg_finish(buf, max, wire, wr.p - wire);
 }
 
@@ -467,14 +614,17 @@ size_t uct_ibshare_msg_pack_desc(void *buf, size_t max,
     return uct_ibshare_msg_finish(buf, max, wire, wr.p - wire);
 }
 
-size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason)
+size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason,
+                                   const uct_ibshare_ident_t *ident)
 {
+    static const uct_ibshare_ident_t none;
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     uct_ibshare_wr_t wr;
 
     wr = uct_ibshare_msg_start(wire, UCT_IBSHARE_MSG_REFUSE,
                                UCT_IBSHARE_MSG_REFUSE_LEN);
     uct_ibshare_put(&wr, reason, 4);
+    uct_ibshare_ident_write(&wr, (ident != NULL) ? ident : &none);
     return uct_ibshare_msg_finish(buf, max, wire, wr.p - wire);
 }
 
@@ -484,11 +634,12 @@ size_t uct_ibshare_msg_pack(void *buf, size_t max,
     switch (msg->type) {
     case UCT_IBSHARE_MSG_JOIN:
         return uct_ibshare_msg_pack_join(buf, max, msg->join.pid,
-                                         msg->join.uid);
+                                         msg->join.uid, &msg->join.ident);
     case UCT_IBSHARE_MSG_DESC:
         return uct_ibshare_msg_pack_desc(buf, max, &msg->desc);
     case UCT_IBSHARE_MSG_REFUSE:
-        return uct_ibshare_msg_pack_refuse(buf, max, msg->refuse_reason);
+        return uct_ibshare_msg_pack_refuse(buf, max, msg->refuse_reason,
+                                           &msg->refuse_ident);
     default:
         return 0;
     }

@@ -17,7 +17,8 @@
 
 
 #define UCT_IBSHARE_MSG_MAGIC        0x68736269u  /* "ibsh" on the wire */
-#define UCT_IBSHARE_MSG_VERSION      1
+/* 2: the group's identity in JOIN, DESC and REFUSE */
+#define UCT_IBSHARE_MSG_VERSION      2
 #define UCT_IBSHARE_MSG_MAX          256          /* no message is longer */
 #define UCT_IBSHARE_DESC_DEV_MAX     64           /* with the NUL */
 #define UCT_IBSHARE_DESC_MAX_SLICES  4096
@@ -41,8 +42,22 @@ typedef enum {
 typedef enum {
     UCT_IBSHARE_REFUSE_UID     = 1, /* peer runs as another user */
     UCT_IBSHARE_REFUSE_BAD_MSG = 2, /* the join message did not decode */
-    UCT_IBSHARE_REFUSE_BUSY    = 3  /* the server is leaving; try again */
+    UCT_IBSHARE_REFUSE_BUSY    = 3, /* the server is leaving; try again */
+    /* The joiner belongs to another group than the server's (a socket
+     * path that leads to another group): the first field that differs */
+    UCT_IBSHARE_REFUSE_JOB     = 4, /* job key hash */
+    UCT_IBSHARE_REFUSE_DEVICE  = 5, /* device name */
+    UCT_IBSHARE_REFUSE_GUID    = 6  /* port GUID */
 } uct_ibshare_refuse_reason_t;
+
+
+/* Whose group it is: what a joiner and a server compare before the joiner
+ * takes anything of the group's */
+typedef struct uct_ibshare_ident {
+    uint64_t job_hash;      /* uct_ibshare_job_hash() of the job key */
+    uint64_t port_guid;     /* as the device reports it */
+    char     dev_name[UCT_IBSHARE_DESC_DEV_MAX]; /* NUL-terminated */
+} uct_ibshare_ident_t;
 
 
 /* What a joiner needs to use the group's resources */
@@ -62,6 +77,7 @@ typedef struct uct_ibshare_desc {
     uint64_t port_guid;     /* as the device reports it (network order) */
     uint8_t  port_num;      /* 1..255 */
     char     dev_name[UCT_IBSHARE_DESC_DEV_MAX]; /* NUL-terminated */
+    uint64_t job_hash;      /* the group's job, uct_ibshare_job_hash() */
 } uct_ibshare_desc_t;
 
 
@@ -70,11 +86,16 @@ typedef struct uct_ibshare_msg {
     uint32_t type;          /* uct_ibshare_msg_type_t */
     union {
         struct {
-            uint32_t pid;
-            uint32_t uid;
+            uint32_t            pid;
+            uint32_t            uid;
+            uct_ibshare_ident_t ident;  /* the group the joiner wants */
         } join;
         uct_ibshare_desc_t desc;
-        uint32_t           refuse_reason; /* uct_ibshare_refuse_reason_t */
+        struct {
+            uint32_t            refuse_reason; /* uct_ibshare_refuse_reason_t */
+            /* JOB, DEVICE, GUID: the server's own group; else all zero */
+            uct_ibshare_ident_t refuse_ident;
+        };
     };
 } uct_ibshare_msg_t;
 
@@ -86,10 +107,13 @@ typedef struct uct_ibshare_msg {
  * joiner would reject).
  */
 size_t uct_ibshare_msg_pack_join(void *buf, size_t max, uint32_t pid,
-                                 uint32_t uid);
+                                 uint32_t uid,
+                                 const uct_ibshare_ident_t *ident);
 size_t uct_ibshare_msg_pack_desc(void *buf, size_t max,
                                  const uct_ibshare_desc_t *desc);
-size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason);
+/* ident: the server's group for JOB, DEVICE and GUID; NULL for the others */
+size_t uct_ibshare_msg_pack_refuse(void *buf, size_t max, uint32_t reason,
+                                   const uct_ibshare_ident_t *ident);
 
 /* Any decoded message, encoded again: 0 for an unknown type */
 size_t uct_ibshare_msg_pack(void *buf, size_t max,
@@ -114,5 +138,22 @@ ucs_status_t uct_ibshare_desc_check(const uct_ibshare_desc_t *desc,
                                     char *err, size_t err_max);
 
 const char *uct_ibshare_group_mode_str(uint32_t mode);
+
+/* The job key's hash (64-bit FNV-1a of the key and its NUL) */
+uint64_t uct_ibshare_job_hash(const char *job_key);
+
+/* The identity a descriptor names */
+void uct_ibshare_desc_ident(const uct_ibshare_desc_t *desc,
+                            uct_ibshare_ident_t *ident);
+
+/*
+ * Which of JOB, DEVICE, GUID differs first between two identities (in that
+ * order), or 0 if they are the same group's.
+ */
+uint32_t uct_ibshare_ident_compare(const uct_ibshare_ident_t *a,
+                                   const uct_ibshare_ident_t *b);
+
+/* Names the refuse reason, for log lines */
+const char *uct_ibshare_refuse_reason_str(uint32_t reason);
 
 #endif

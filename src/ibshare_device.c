@@ -174,6 +174,29 @@ ucs_status_t uct_ibshare_device_query_ports(const char *dev_name,
     return UCS_OK;
 }
 
+ucs_status_t uct_ibshare_device_guid(const char *dev_name, uint64_t *guid_p)
+{
+    struct ibv_device **devices, *device;
+    ucs_status_t status = UCS_OK;
+
+    devices = ibv_get_device_list(NULL);
+    if (devices == NULL) {
+        ucs_error("ibv_get_device_list() failed: %m");
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    device = uct_ibshare_device_find(devices, dev_name);
+    if (device == NULL) {
+        ucs_error("%s: no such verbs device", dev_name);
+        status = UCS_ERR_NO_DEVICE;
+    } else {
+        *guid_p = ibv_get_device_guid(device);
+    }
+
+    ibv_free_device_list(devices);
+    return status;
+}
+
 ucs_status_t uct_ibshare_device_open(const char *dev_name,
                                      struct ibv_context **context_p)
 {

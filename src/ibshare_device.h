@@ -26,6 +26,9 @@ ucs_status_t uct_ibshare_device_query_ports(const char *dev_name,
 ucs_status_t uct_ibshare_device_open(const char *dev_name,
                                      struct ibv_context **context_p);
 
+/* The GUID the device reports (ibv_get_device_guid), without opening it */
+ucs_status_t uct_ibshare_device_guid(const char *dev_name, uint64_t *guid_p);
+
 /* Splits "<device>:<port>" into its parts; the device must be md_dev_name */
 ucs_status_t uct_ibshare_device_parse_port(const char *tl_dev_name,
                                            const char *md_dev_name,

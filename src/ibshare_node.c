@@ -125,6 +125,10 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
     }
 
     uct_ibshare_node_group_name(node, params->dev_name);
+    node->ident.job_hash  = uct_ibshare_job_hash(node->job_key);
+    node->ident.port_guid = params->port_guid;
+    ucs_strncpy_zero(node->ident.dev_name, params->dev_name,
+                     sizeof(node->ident.dev_name));
     ucs_snprintf_zero(node->lock_name, sizeof(node->lock_name), "%s%s",
                       node->name, UCT_IBSHARE_NODE_LOCK_SUFFIX);
     ucs_snprintf_zero(node->sock_name, sizeof(node->sock_name), "%s%s",
@@ -339,6 +343,7 @@ uct_ibshare_node_found(uct_ibshare_node_t *node,
 
     desc.slice      = 0;
     desc.server_pid = getpid();
+    desc.job_hash   = node->ident.job_hash;
     if ((pool_fd < 0) || ((cmd_fd >= 0) != (desc.has_cmd_fd == 1))) {
         ucs_error("%s: create() returned pool fd %d, cmd fd %d and "
                   "has_cmd_fd %u, which do not fit", node->lock_path, pool_fd,
@@ -348,6 +353,16 @@ uct_ibshare_node_found(uct_ibshare_node_t *node,
     if (uct_ibshare_desc_check(&desc, err, sizeof(err)) != UCS_OK) {
         ucs_error("%s: create() made an invalid descriptor: %s",
                   node->lock_path, err);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((desc.port_guid != node->ident.port_guid) ||
+        strcmp(desc.dev_name, node->ident.dev_name)) {
+        /* Joiners compare their own with the descriptor's */
+        ucs_error("%s: create() made a descriptor of device %s, port GUID "
+                  "%016llx; the group is of %s, port GUID %016llx",
+                  node->lock_path, desc.dev_name,
+                  (unsigned long long)desc.port_guid, node->ident.dev_name,
+                  (unsigned long long)node->ident.port_guid);
         return UCS_ERR_INVALID_PARAM;
     }
     node->desc = desc;
@@ -444,6 +459,25 @@ static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
     return UCS_OK;
 }
 
+/* The socket at our group's path leads to another group's server (a symlink,
+ * a bind mount, a file put there): never take what it offers */
+static ucs_status_t
+uct_ibshare_node_wrong_group(uct_ibshare_node_t *node, uint32_t reason,
+                             const uct_ibshare_ident_t *theirs,
+                             const char *what)
+{
+    ucs_error("socket %s is served by job hash %016llx, device %s, port GUID"
+              " %016llx (%s: %s); we are job '%s' (hash %016llx), device %s, "
+              "port GUID %016llx. Remove the socket (is it a symlink or a "
+              "bind mount?) or give this job its own UCX_IBSHARE_RUNTIME_DIR",
+              node->sock_path, (unsigned long long)theirs->job_hash,
+              theirs->dev_name, (unsigned long long)theirs->port_guid,
+              uct_ibshare_refuse_reason_str(reason), what, node->job_key,
+              (unsigned long long)node->ident.job_hash, node->ident.dev_name,
+              (unsigned long long)node->ident.port_guid);
+    return UCS_ERR_REJECTED;
+}
+
 /* One attempt, with the JOIN lock held. UCS_INPROGRESS: try again */
 static ucs_status_t
 uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
@@ -452,12 +486,14 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
                              uct_ibshare_node_member_t *member)
 {
     int fds[UCT_IBSHARE_SOCK_MAX_FDS];
+    uct_ibshare_ident_t ident;
     uct_ibshare_msg_t reply;
     ucs_status_t status;
+    uint32_t reason;
     int ret;
 
-    status = uct_ibshare_sock_request(node->sock_path, deadline, &reply, fds,
-                                      node->last_err,
+    status = uct_ibshare_sock_request(node->sock_path, &node->ident,
+                                      deadline, &reply, fds, node->last_err,
                                       sizeof(node->last_err));
     switch (status) {
     case UCS_OK:
@@ -487,11 +523,25 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
                               "the server was busy");
             return UCS_INPROGRESS;
         }
+        if (reply.refuse_reason >= UCT_IBSHARE_REFUSE_JOB) {
+            return uct_ibshare_node_wrong_group(node, reply.refuse_reason,
+                                                &reply.refuse_ident,
+                                                "the server refused us");
+        }
         ucs_error("%s: the server refused us (reason %u: %s)",
                   node->sock_path, reply.refuse_reason,
-                  (reply.refuse_reason == UCT_IBSHARE_REFUSE_UID) ?
-                  "another user" : "it did not understand our join message");
+                  uct_ibshare_refuse_reason_str(reply.refuse_reason));
         return UCS_ERR_REJECTED;
+    }
+
+    /* Also against a server of the old format or one that lies: nothing of
+     * another group's may be attached */
+    uct_ibshare_desc_ident(&reply.desc, &ident);
+    reason = uct_ibshare_ident_compare(&ident, &node->ident);
+    if (reason != 0) {
+        uct_ibshare_sock_close_fds(fds, UCT_IBSHARE_SOCK_MAX_FDS);
+        return uct_ibshare_node_wrong_group(node, reason, &ident,
+                                            "its descriptor says so");
     }
 
     status = uct_ibshare_node_attach(node, &reply.desc, fds, deadline,

@@ -46,6 +46,9 @@ typedef struct uct_ibshare_node_params {
     const char  *runtime_dir;   /* parent of the per-user directory */
     const char  *job_key;       /* NULL or "": a group of this process alone */
     const char  *dev_name;      /* the device the group shares */
+    uint64_t    port_guid;      /* of the port the group uses, as create()
+                                   puts it in the descriptor: a server of
+                                   another port is not our group */
     double      timeout;        /* seconds; bounds every blocking step */
     unsigned    fault;          /* uct_ibshare_node_fault_t, tests only */
 

@@ -100,6 +100,7 @@ typedef struct uct_ibshare_node_state {
 #define UCT_IBSHARE_NODE_MAX_PENDING  16   /* slices handed, not yet locked */
 #define UCT_IBSHARE_NODE_NO_RECORD    UINT32_MAX
 #define UCT_IBSHARE_NODE_FAULT_STATUS 86   /* exit status of a fault */
+#define UCT_IBSHARE_NODE_DROP_WARN_SEC 1   /* at most one drop warning */
 
 
 /* A connection accepted by the server, waiting for its JOIN message */
@@ -129,6 +130,7 @@ struct uct_ibshare_node {
     char                       lock_path[PATH_MAX];
     char                       sock_path[UCT_IBSHARE_NODE_SUN_PATH];
     char                       job_key[128];
+    uct_ibshare_ident_t        ident;        /* the group we belong to */
     double                     timeout;
     unsigned                   fault;        /* atomic: set_fault() */
 
@@ -151,6 +153,12 @@ struct uct_ibshare_node {
     uct_ibshare_node_conn_t    conns[UCT_IBSHARE_NODE_MAX_CONNS];
     uct_ibshare_node_pending_t pending[UCT_IBSHARE_NODE_MAX_PENDING];
     char                       last_err[256]; /* why the last try failed */
+
+    /* Connections dropped for room (the server's thread only): a flood
+     * logs one warning per UCT_IBSHARE_NODE_DROP_WARN_SEC, then a total */
+    unsigned long              conns_dropped;
+    unsigned long              conns_dropped_unlogged;
+    ucs_time_t                 drop_warn_time;
 };
 
 

@@ -158,12 +158,13 @@ uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
 }
 
 /* Best effort: the peer is dropped right after either way */
-static void uct_ibshare_node_refuse(int fd, uint32_t reason)
+static void uct_ibshare_node_refuse(int fd, uint32_t reason,
+                                    const uct_ibshare_ident_t *ident)
 {
     uint8_t buf[UCT_IBSHARE_MSG_MAX];
     size_t length;
 
-    length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason);
+    length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason, ident);
     if (length > 0) {
         uct_ibshare_sock_send(fd, buf, length, NULL, 0,
                               ucs_get_time() + ucs_time_from_msec(100));
@@ -175,6 +176,54 @@ static void uct_ibshare_node_conn_close(uct_ibshare_node_conn_t *conn)
     ucs_close_fd(&conn->fd);
     conn->stalled = 0;
     conn->refused = 0;
+}
+
+/*
+ * A connection made room for a newer one. A flood of connections from our
+ * own uid would otherwise log a line for each: one warning a period, which
+ * counts the ones it did not log, and a total when the server stops.
+ */
+static ucs_time_t uct_ibshare_node_drop_summary_time(uct_ibshare_node_t *node)
+{
+    return node->drop_warn_time +
+           ucs_time_from_sec(UCT_IBSHARE_NODE_DROP_WARN_SEC);
+}
+
+/* The flood is over (a period without a warning): what was not logged */
+static void uct_ibshare_node_drop_summary(uct_ibshare_node_t *node,
+                                          ucs_time_t now)
+{
+    if ((node->conns_dropped_unlogged == 0) ||
+        (now < uct_ibshare_node_drop_summary_time(node))) {
+        return;
+    }
+    ucs_warn("%s: %lu more connections dropped for room in the last %d s "
+             "(%lu in all)", node->sock_path, node->conns_dropped_unlogged,
+             UCT_IBSHARE_NODE_DROP_WARN_SEC, node->conns_dropped);
+    node->drop_warn_time         = now;
+    node->conns_dropped_unlogged = 0;
+}
+
+static void uct_ibshare_node_conn_dropped(uct_ibshare_node_t *node, pid_t pid)
+{
+    ucs_time_t now = ucs_get_time();
+
+    ++node->conns_dropped;
+    if ((node->drop_warn_time != 0) &&
+        (now - node->drop_warn_time <
+         ucs_time_from_sec(UCT_IBSHARE_NODE_DROP_WARN_SEC))) {
+        ++node->conns_dropped_unlogged;
+        return;
+    }
+
+    ucs_warn("%s: %d connections wait for their join message; dropping the "
+             "oldest, from pid %d (%lu dropped in all, %lu of them not "
+             "logged; at most one such warning every %d s)",
+             node->sock_path, UCT_IBSHARE_NODE_MAX_CONNS, (int)pid,
+             node->conns_dropped, node->conns_dropped_unlogged,
+             UCT_IBSHARE_NODE_DROP_WARN_SEC);
+    node->drop_warn_time         = now;
+    node->conns_dropped_unlogged = 0;
 }
 
 static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
@@ -212,7 +261,7 @@ static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
             ucs_error("%s: refused a connection from pid %d: it runs as uid "
                       "%u, not as uid %u", node->sock_path, (int)pid,
                       (unsigned)uid, (unsigned)geteuid());
-            uct_ibshare_node_refuse(fd, UCT_IBSHARE_REFUSE_UID);
+            uct_ibshare_node_refuse(fd, UCT_IBSHARE_REFUSE_UID, NULL);
         }
 
         /* A free slot, else the one that has waited longest gives way:
@@ -228,9 +277,7 @@ static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
             }
         }
         if (slot->fd >= 0) {
-            ucs_warn("%s: %d connections wait for their join message; "
-                     "dropping the oldest, from pid %d", node->sock_path,
-                     UCT_IBSHARE_NODE_MAX_CONNS, (int)slot->pid);
+            uct_ibshare_node_conn_dropped(node, slot->pid);
             uct_ibshare_node_conn_close(slot);
         }
         slot->fd       = fd;
@@ -247,8 +294,10 @@ static void uct_ibshare_node_handle(uct_ibshare_node_t *node,
 {
     int fds[UCT_IBSHARE_SOCK_MAX_FDS];
     uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_ident_t ident;
     uct_ibshare_desc_t desc;
     uct_ibshare_msg_t msg;
+    uint32_t reason;
     char err[256];
     ucs_status_t status;
     unsigned nfds, i;
@@ -298,6 +347,24 @@ static void uct_ibshare_node_handle(uct_ibshare_node_t *node,
         ucs_error("%s: pid %d sent a message of type %u instead of join",
                   node->sock_path, (int)conn->pid, msg.type);
         goto out_refuse;
+    }
+
+    /* A joiner of another group reached our socket (its path leads here):
+     * our fds and slices are not its to have */
+    uct_ibshare_desc_ident(&node->desc, &ident);
+    reason = uct_ibshare_ident_compare(&msg.join.ident, &ident);
+    if (reason != 0) {
+        ucs_error("%s: refused pid %d: it wants job hash %016llx, device %s,"
+                  " port GUID %016llx; we serve job hash %016llx, device %s, "
+                  "port GUID %016llx (%s)", node->sock_path, (int)conn->pid,
+                  (unsigned long long)msg.join.ident.job_hash,
+                  msg.join.ident.dev_name,
+                  (unsigned long long)msg.join.ident.port_guid,
+                  (unsigned long long)ident.job_hash, ident.dev_name,
+                  (unsigned long long)ident.port_guid,
+                  uct_ibshare_refuse_reason_str(reason));
+        uct_ibshare_node_refuse(conn->fd, reason, &ident);
+        goto out_close;
     }
 
     if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_JOIN_EXIT)) {
@@ -359,7 +426,7 @@ static void uct_ibshare_node_handle(uct_ibshare_node_t *node,
     goto out_close;
 
 out_refuse:
-    uct_ibshare_node_refuse(conn->fd, UCT_IBSHARE_REFUSE_BAD_MSG);
+    uct_ibshare_node_refuse(conn->fd, UCT_IBSHARE_REFUSE_BAD_MSG, NULL);
 out_close:
     uct_ibshare_node_conn_close(conn);
 }
@@ -392,6 +459,12 @@ static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
         }
     }
 
+    if (node->conns_dropped_unlogged > 0) {
+        ms      = uct_ibshare_sock_ms_left(
+                          uct_ibshare_node_drop_summary_time(node));
+        timeout = (timeout < 0) ? ms : ucs_min(timeout, ms);
+    }
+
     if ((poll(pfds, n, timeout) < 0) && (errno != EINTR)) {
         ucs_error("%s: poll() failed: %m", node->sock_path);
         return 1;
@@ -410,6 +483,7 @@ static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
     }
 
     now = ucs_get_time();
+    uct_ibshare_node_drop_summary(node, now);
     for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
          ++conn) {
         if ((conn->fd >= 0) && (conn->deadline <= now)) {
@@ -492,6 +566,12 @@ static void *uct_ibshare_node_thread(void *arg)
     for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
          ++conn) {
         uct_ibshare_node_conn_close(conn);
+    }
+    if (node->conns_dropped > 0) {
+        ucs_warn("%s: %lu connections were dropped in all while %d waited "
+                 "for their join message (%lu since the last warning)",
+                 node->sock_path, node->conns_dropped,
+                 UCT_IBSHARE_NODE_MAX_CONNS, node->conns_dropped_unlogged);
     }
     return NULL;
 }

@@ -468,6 +468,13 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
     uct_ibshare_node_member_t member;
     ucs_status_t status;
 
+    /* The descriptor's GUID (uct_ibshare_group_create): a server of
+     * another device is not our group's */
+    status = uct_ibshare_device_guid(res->dev_name, &node_params.port_guid);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     node_params.runtime_dir = params->runtime_dir;
     node_params.job_key     = params->job_key;
     node_params.dev_name    = res->dev_name;

@@ -9,13 +9,16 @@
 
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/sock.h>
 #include <ucs/sys/string.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -65,6 +68,50 @@ void uct_ibshare_sock_close_fds(int *fds, unsigned nfds)
             fds[i] = -1;
         }
     }
+}
+
+/* Our open fds, or -1 if they cannot be counted (no fd left to do it) */
+static int uct_ibshare_sock_count_fds(void)
+{
+    struct dirent *entry;
+    int count = 0;
+    DIR *dir;
+
+    dir = opendir("/proc/self/fd");
+    if (dir == NULL) {
+        return -1;
+    }
+    while ((entry = readdir(dir)) != NULL) {
+        count += entry->d_name[0] != '.';
+    }
+    closedir(dir);
+    return count - 1; /* the directory's own */
+}
+
+/* The server's fds did not fit under our RLIMIT_NOFILE: say so, in figures
+ * (logged whole: err may be too short for it) */
+static void uct_ibshare_sock_fd_limit_err(const char *path, pid_t pid,
+                                          char *err, size_t err_max)
+{
+    struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+    char open_fds[32], msg[512];
+    int count;
+
+    count = uct_ibshare_sock_count_fds();
+    if (count >= 0) {
+        snprintf(open_fds, sizeof(open_fds), "%d", count);
+    } else {
+        snprintf(open_fds, sizeof(open_fds), "all");
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    snprintf(msg, sizeof(msg), "the file descriptors from server pid %d at "
+             "%s could not be received: the kernel found no free fd below our"
+             " RLIMIT_NOFILE soft limit of %llu (hard limit %llu; %s fds "
+             "open); raise it (ulimit -n) or open fewer files", (int)pid,
+             path, (unsigned long long)rl.rlim_cur,
+             (unsigned long long)rl.rlim_max, open_fds);
+    ucs_error("%s", msg);
+    uct_ibshare_sock_err(err, err_max, "%s", msg);
 }
 
 ucs_status_t uct_ibshare_sock_check_path(const char *path)
@@ -286,7 +333,9 @@ ucs_status_t uct_ibshare_sock_recv(int fd, void *buf, size_t max,
     }
     if (msg.msg_flags & MSG_CTRUNC) {
         uct_ibshare_sock_close_fds(fds, nfds);
-        return UCS_ERR_EXCEEDS_LIMIT;
+        /* With room left for more, the kernel had fds to give but could
+         * not install them: we are at RLIMIT_NOFILE, the peer is fine */
+        return (nfds < max_fds) ? UCS_ERR_NO_RESOURCE : UCS_ERR_EXCEEDS_LIMIT;
     }
 
     *length_p = ret;
@@ -344,7 +393,9 @@ static ucs_status_t uct_ibshare_sock_connect(const char *path,
     }
 }
 
-ucs_status_t uct_ibshare_sock_request(const char *path, ucs_time_t deadline,
+ucs_status_t uct_ibshare_sock_request(const char *path,
+                                      const uct_ibshare_ident_t *ident,
+                                      ucs_time_t deadline,
                                       uct_ibshare_msg_t *reply, int *fds,
                                       char *err, size_t err_max)
 {
@@ -380,8 +431,15 @@ ucs_status_t uct_ibshare_sock_request(const char *path, ucs_time_t deadline,
         goto out;
     }
 
-    length = uct_ibshare_msg_pack_join(buf, sizeof(buf), getpid(), geteuid());
-    ucs_assert_always(length > 0);
+    length = uct_ibshare_msg_pack_join(buf, sizeof(buf), getpid(), geteuid(),
+                                       ident);
+    if (length == 0) {
+        uct_ibshare_sock_err(err, err_max, "our join message for device "
+                             "'%s' does not encode", ident->dev_name);
+        ucs_error("%s", err);
+        status = UCS_ERR_INVALID_PARAM;
+        goto out;
+    }
     status = uct_ibshare_sock_send(fd, buf, length, NULL, 0, deadline);
     if (status == UCS_ERR_CONNECTION_RESET) {
         uct_ibshare_sock_err(err, err_max, "server pid %d at %s closed the "
@@ -419,6 +477,11 @@ ucs_status_t uct_ibshare_sock_request(const char *path, ucs_time_t deadline,
                              UCT_IBSHARE_MSG_MAX);
         ucs_error("%s", err);
         status = UCS_ERR_IO_ERROR;
+        goto out;
+    case UCS_ERR_NO_RESOURCE:
+        /* Our socket's fd counts too, and is of no use any more */
+        ucs_close_fd(&fd);
+        uct_ibshare_sock_fd_limit_err(path, pid, err, err_max);
         goto out;
     case UCS_ERR_EXCEEDS_LIMIT:
         uct_ibshare_sock_err(err, err_max, "server pid %d at %s sent more "
@@ -472,6 +535,6 @@ ucs_status_t uct_ibshare_sock_request(const char *path, ucs_time_t deadline,
 out_close_fds:
     uct_ibshare_sock_close_fds(fds, nfds);
 out:
-    close(fd);
+    ucs_close_fd(&fd);
     return status;
 }

@@ -53,18 +53,22 @@ ucs_status_t uct_ibshare_sock_recv(int fd, void *buf, size_t max,
 
 /*
  * The joiner's side of a hand-off: connect to the server at path, check that
- * it runs as our effective uid, send JOIN, receive and decode the answer.
+ * it runs as our effective uid, send JOIN (naming the group of ident),
+ * receive and decode the answer.
  * On UCS_OK, *reply is a DESC (with exactly the fds it announces in fds,
  * cmd_fd first) or a REFUSE (no fds). Errors:
  *  UCS_ERR_NO_ELEM           nobody listens at path (no socket, refused)
  *  UCS_ERR_CONNECTION_RESET  the server went away mid hand-off: worth a
  *                            retry, a surviving member takes over
  *  UCS_ERR_TIMED_OUT         no answer before deadline
+ *  UCS_ERR_NO_RESOURCE       the fds did not fit under RLIMIT_NOFILE
  *  other                     a bad answer or another user's server; logged
  * The retryable ones are logged at debug level only; the cause is also
  * written to err.
  */
-ucs_status_t uct_ibshare_sock_request(const char *path, ucs_time_t deadline,
+ucs_status_t uct_ibshare_sock_request(const char *path,
+                                      const uct_ibshare_ident_t *ident,
+                                      ucs_time_t deadline,
                                       uct_ibshare_msg_t *reply, int *fds,
                                       char *err, size_t err_max);
 

@@ -66,6 +66,7 @@ static int fuzz_desc_write(const char *dir, const char *name,
 int main(int argc, char **argv)
 {
     uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_ident_t ident;
     uct_ibshare_desc_t desc;
     size_t length;
 
@@ -105,14 +106,25 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    length = uct_ibshare_msg_pack_join(buf, sizeof(buf), 1234, 1000);
+    memset(&ident, 0, sizeof(ident));
+    ident.job_hash  = uct_ibshare_job_hash("job");
+    ident.port_guid = 0x0102030405060708ull;
+    strcpy(ident.dev_name, "rxe0");
+    length = uct_ibshare_msg_pack_join(buf, sizeof(buf), 1234, 1000, &ident);
     if ((length == 0) || fuzz_desc_write(argv[1], "join", buf, length)) {
         return 1;
     }
 
     length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf),
-                                         UCT_IBSHARE_REFUSE_UID);
+                                         UCT_IBSHARE_REFUSE_UID, NULL);
     if ((length == 0) || fuzz_desc_write(argv[1], "refuse", buf, length)) {
+        return 1;
+    }
+
+    length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf),
+                                         UCT_IBSHARE_REFUSE_JOB, &ident);
+    if ((length == 0) ||
+        fuzz_desc_write(argv[1], "refuse_job", buf, length)) {
         return 1;
     }
     return 0;

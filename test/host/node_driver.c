@@ -14,14 +14,27 @@
  *     -A FIFO    after joining, wait for EOF, then arm -F ("armed" line)
  *     -H FIFO    after joining, wait for EOF before leaving (hold)
  *     -R FIFO    also write the lines to FIFO (the script's barrier)
+ *     -G GUID    port GUID, hex (0123456789abcdef), in params and desc
  *   prints "waiting <pid>" (with -S), "joined pid=.. founder=.. slice=..
  *   server=.. mode=.. pattern=<founder pid> cmd=<founder pid>|none fds=ok",
  *   "armed <pid>" (with -A) and "left pid=.. last=0|1 slice_ok=1 fdleak=0".
  *   Exit 0, or 1 if joining failed, 2 if a check failed.
  *
- *   node_driver raw SOCK KIND [SEC]  send one raw message, print the reply:
- *     KIND: join garbage short magic version type long fds stall
- *   node_driver request SOCK [SEC]   the joiner's side of a hand-off
+ *   node_driver raw SOCK KIND [SEC [KEY [DEV [GUID]]]]
+ *                                    send one raw message, print the reply:
+ *     KIND: join garbage short magic version type long fds stall, or a
+ *     join of another group than KEY DEV GUID (default: none fake0 and
+ *     the default GUID): job (KEY + "x"), device (DEV + "x"), guid (+ 1)
+ *   node_driver request SOCK [SEC [KEY [DEV [GUID]]]]
+ *                                    the joiner's side of a hand-off
+ *   node_driver serve SOCK KEY DEV GUID
+ *                                    a server that lies: answers one JOIN,
+ *                                    whatever it names, with a fallback
+ *                                    descriptor of KEY DEV GUID; prints
+ *                                    "listening" and "served <pid>"
+ *   node_driver flood SOCK N SEC     N connections that say nothing, held
+ *                                    until the server closes them or SEC
+ *                                    pass: prints "flood N closed M"
  *   node_driver lines N SEC          copy N lines from stdin, byte by byte
  *                                    (so nothing after them is consumed)
  */
@@ -48,12 +61,15 @@
 
 #define SLICE_SIZE   65536
 #define MAX_FD_SCAN  1024
+#define DEFAULT_GUID 0x0123456789abcdefull
+#define MAX_FLOOD    1000
 
 
 typedef struct {
     const char *create_log;
     const char *job_key;
     const char *dev_name;
+    uint64_t    port_guid;
     int         shared;
     unsigned    num_slices;
     int         pool_fd;       /* what create() made, founder only */
@@ -206,7 +222,7 @@ static ucs_status_t fake_create(void *arg, uct_ibshare_desc_t *desc,
     desc->slice_size = SLICE_SIZE;
     desc->num_slices = d->num_slices;
     desc->has_cmd_fd = d->shared;
-    desc->port_guid  = 0x0123456789abcdefull;
+    desc->port_guid  = d->port_guid;
     desc->port_num   = 1;
     snprintf(desc->dev_name, sizeof(desc->dev_name), "%s", d->dev_name);
 
@@ -271,6 +287,7 @@ static int cmd_join(int argc, char **argv)
     memset(&d, 0, sizeof(d));
     memset(&params, 0, sizeof(params));
     d.dev_name        = "fake0";
+    d.port_guid       = DEFAULT_GUID;
     d.num_slices      = 80;
     d.pool_fd         = -1;
     d.cmd_fd          = -1;
@@ -278,7 +295,7 @@ static int cmd_join(int argc, char **argv)
     params.runtime_dir = "/tmp";
     params.timeout     = 10;
 
-    while ((opt = getopt(argc, argv, "d:k:D:t:m:n:c:f:F:C:S:A:H:R:")) != -1) {
+    while ((opt = getopt(argc, argv, "d:k:D:t:m:n:c:f:F:C:S:A:H:R:G:")) != -1) {
         switch (opt) {
         case 'd': params.runtime_dir = optarg; break;
         case 'k': d.job_key = optarg; break;
@@ -297,6 +314,7 @@ static int cmd_join(int argc, char **argv)
         case 'A': arm = optarg; break;
         case 'H': hold = optarg; break;
         case 'R': ready = optarg; break;
+        case 'G': d.port_guid = strtoull(optarg, NULL, 16); break;
         default:
             return 3;
         }
@@ -322,8 +340,9 @@ static int cmd_join(int argc, char **argv)
     fd_snapshot(before);
 
     params.job_key  = d.job_key;
-    params.dev_name = d.dev_name;
-    params.create   = fake_create;
+    params.dev_name  = d.dev_name;
+    params.port_guid = d.port_guid;
+    params.create    = fake_create;
     params.arg      = &d;
     status = uct_ibshare_node_join(&params, &node, &member);
     if (status != UCS_OK) {
@@ -430,10 +449,25 @@ static int raw_connect(const char *path)
     return fd;
 }
 
+/* The group named by argv[first..]: KEY DEV GUID, each optional */
+static void parse_ident(int argc, char **argv, int first,
+                        uct_ibshare_ident_t *ident)
+{
+    memset(ident, 0, sizeof(*ident));
+    ident->job_hash  = uct_ibshare_job_hash((argc > first) ? argv[first] :
+                                            "none");
+    snprintf(ident->dev_name, sizeof(ident->dev_name), "%s",
+             (argc > first + 1) ? argv[first + 1] : "fake0");
+    ident->port_guid = (argc > first + 2) ?
+                       strtoull(argv[first + 2], NULL, 16) : DEFAULT_GUID;
+}
+
 static int cmd_raw(int argc, char **argv)
 {
     const char *path = argv[1], *kind = argv[2];
     double seconds   = (argc > 3) ? atof(argv[3]) : 5;
+    uct_ibshare_ident_t ident;
+    char other_key[256];
     uint8_t buf[512];
     int fds[UCT_IBSHARE_SOCK_MAX_FDS];
     uct_ibshare_msg_t msg;
@@ -444,9 +478,21 @@ static int cmd_raw(int argc, char **argv)
     size_t length;
     int fd, extra_fd = -1;
 
+    parse_ident(argc, argv, 4, &ident);
+    if (!strcmp(kind, "job")) {
+        snprintf(other_key, sizeof(other_key), "%sx",
+                 (argc > 4) ? argv[4] : "none");
+        ident.job_hash = uct_ibshare_job_hash(other_key);
+    } else if (!strcmp(kind, "device")) {
+        strncat(ident.dev_name, "x",
+                sizeof(ident.dev_name) - strlen(ident.dev_name) - 1);
+    } else if (!strcmp(kind, "guid")) {
+        ident.port_guid += 1;
+    }
+
     fd     = raw_connect(path);
     length = uct_ibshare_msg_pack_join(buf, sizeof(buf), getpid(),
-                                       geteuid());
+                                       geteuid(), &ident);
     if (!strcmp(kind, "garbage")) {
         for (i = 0; i < 64; ++i) {
             buf[i] = (uint8_t)rand();
@@ -474,7 +520,8 @@ static int cmd_raw(int argc, char **argv)
         extra_fd = memfd_create("ibshare-test-extra", MFD_CLOEXEC);
     } else if (!strcmp(kind, "stall")) {
         length = 0;
-    } else if (strcmp(kind, "join")) {
+    } else if (strcmp(kind, "join") && strcmp(kind, "job") &&
+               strcmp(kind, "device") && strcmp(kind, "guid")) {
         fprintf(stderr, "node_driver: unknown kind '%s'\n", kind);
         return 3;
     }
@@ -513,6 +560,14 @@ static int cmd_raw(int argc, char **argv)
     if (uct_ibshare_msg_unpack(buf, length, &msg, err, sizeof(err)) !=
         UCS_OK) {
         printf("reply bad: %s\n", err);
+    } else if ((msg.type == UCT_IBSHARE_MSG_REFUSE) &&
+               (msg.refuse_reason >= UCT_IBSHARE_REFUSE_JOB)) {
+        printf("reply refuse %u (%s) job=%016llx dev=%s guid=%016llx\n",
+               msg.refuse_reason,
+               uct_ibshare_refuse_reason_str(msg.refuse_reason),
+               (unsigned long long)msg.refuse_ident.job_hash,
+               msg.refuse_ident.dev_name,
+               (unsigned long long)msg.refuse_ident.port_guid);
     } else if (msg.type == UCT_IBSHARE_MSG_REFUSE) {
         printf("reply refuse %u\n", msg.refuse_reason);
     } else if (msg.type == UCT_IBSHARE_MSG_DESC) {
@@ -527,11 +582,13 @@ static int cmd_request(int argc, char **argv)
 {
     double seconds = (argc > 2) ? atof(argv[2]) : 5;
     int fds[UCT_IBSHARE_SOCK_MAX_FDS];
+    uct_ibshare_ident_t ident;
     uct_ibshare_msg_t reply;
     ucs_status_t status;
     char err[256] = "";
 
-    status = uct_ibshare_sock_request(argv[1], ucs_get_time() +
+    parse_ident(argc, argv, 3, &ident);
+    status = uct_ibshare_sock_request(argv[1], &ident, ucs_get_time() +
                                       ucs_time_from_sec(seconds), &reply,
                                       fds, err, sizeof(err));
     if (status != UCS_OK) {
@@ -540,6 +597,110 @@ static int cmd_request(int argc, char **argv)
     }
     uct_ibshare_sock_close_fds(fds, UCT_IBSHARE_SOCK_MAX_FDS);
     printf("request ok type=%u\n", reply.type);
+    return 0;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    int listen_fd, fd, pool_fd, ret = 1;
+    uint8_t buf[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_desc_t desc;
+    unsigned nfds;
+    size_t length;
+    struct pollfd pfd;
+
+    if (uct_ibshare_sock_listen(argv[1], &listen_fd) != UCS_OK) {
+        return 1;
+    }
+    printf("listening\n");
+    fflush(stdout);
+
+    pfd.fd     = listen_fd;
+    pfd.events = POLLIN;
+    if ((poll(&pfd, 1, 10000) != 1) ||
+        ((fd = accept(listen_fd, NULL, NULL)) < 0)) {
+        fprintf(stderr, "node_driver serve: nobody came: %m\n");
+        goto out;
+    }
+    if (uct_ibshare_sock_recv(fd, buf, sizeof(buf), &length, NULL, 0, &nfds,
+                              ucs_get_time() + ucs_time_from_sec(5)) !=
+        UCS_OK) {
+        close(fd);
+        goto out;
+    }
+
+    memset(&desc, 0, sizeof(desc));
+    desc.mode       = UCT_IBSHARE_GROUP_FALLBACK;
+    desc.pool_iova  = 0x10000000;
+    desc.pool_size  = desc.slice_size = SLICE_SIZE;
+    desc.num_slices = 1;
+    desc.server_pid = getpid();
+    desc.port_num   = 1;
+    desc.port_guid  = strtoull(argv[4], NULL, 16);
+    desc.job_hash   = uct_ibshare_job_hash(argv[2]);
+    snprintf(desc.dev_name, sizeof(desc.dev_name), "%s", argv[3]);
+    length  = uct_ibshare_msg_pack_desc(buf, sizeof(buf), &desc);
+    pool_fd = make_memfd("ibshare-test-liar", SLICE_SIZE, "liar");
+    if ((length > 0) && (pool_fd >= 0) &&
+        (uct_ibshare_sock_send(fd, buf, length, &pool_fd, 1,
+                               ucs_get_time() + ucs_time_from_sec(5)) ==
+         UCS_OK)) {
+        printf("served %d\n", (int)getpid());
+        ret = 0;
+    }
+    if (pool_fd >= 0) {
+        close(pool_fd);
+    }
+    /* Until the joiner has read it: closing first could reset the
+     * connection before the descriptor is read */
+    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5000);
+    close(fd);
+out:
+    close(listen_fd);
+    unlink(argv[1]);
+    return ret;
+}
+
+static int cmd_flood(int argc, char **argv)
+{
+    int count = atoi(argv[2]), i, open_count, closed = 0;
+    ucs_time_t deadline = ucs_get_time() + ucs_time_from_sec(atof(argv[3]));
+    struct pollfd pfds[MAX_FLOOD];
+    char c;
+
+    if ((count < 1) || (count > MAX_FLOOD)) {
+        fprintf(stderr, "node_driver flood: N %d is not in 1..%d\n", count,
+                MAX_FLOOD);
+        return 3;
+    }
+    for (i = 0; i < count; ++i) {
+        pfds[i].fd      = raw_connect(argv[1]);
+        pfds[i].events  = POLLIN;
+        pfds[i].revents = 0;
+    }
+
+    /* Each one counts once, when the server closes it */
+    open_count = count;
+    while ((open_count > 0) &&
+           (poll(pfds, count, uct_ibshare_sock_ms_left(deadline)) > 0)) {
+        for (i = 0; i < count; ++i) {
+            if ((pfds[i].fd < 0) || !pfds[i].revents) {
+                continue;
+            }
+            if (read(pfds[i].fd, &c, 1) <= 0) {
+                ++closed;
+            }
+            close(pfds[i].fd);
+            pfds[i].fd = -1;
+            --open_count;
+        }
+    }
+    for (i = 0; i < count; ++i) {
+        if (pfds[i].fd >= 0) {
+            close(pfds[i].fd);
+        }
+    }
+    printf("flood %d closed %d\n", count, closed);
     return 0;
 }
 
@@ -577,10 +738,15 @@ int main(int argc, char **argv)
         return cmd_raw(argc - 1, argv + 1);
     } else if ((argc >= 3) && !strcmp(argv[1], "request")) {
         return cmd_request(argc - 1, argv + 1);
+    } else if ((argc >= 6) && !strcmp(argv[1], "serve")) {
+        return cmd_serve(argc - 1, argv + 1);
+    } else if ((argc >= 5) && !strcmp(argv[1], "flood")) {
+        return cmd_flood(argc - 1, argv + 1);
     } else if ((argc >= 4) && !strcmp(argv[1], "lines")) {
         return cmd_lines(argc - 1, argv + 1);
     }
 
-    fprintf(stderr, "usage: node_driver join|raw|request|lines ...\n");
+    fprintf(stderr, "usage: node_driver join|raw|request|serve|flood|lines "
+            "...\n");
     return 3;
 }

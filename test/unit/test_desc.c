@@ -20,10 +20,19 @@
 
 
 #define HDR_LEN     12
-#define JOIN_LEN    (HDR_LEN + 8)
-#define REFUSE_LEN  (HDR_LEN + 4)
-#define DESC_LEN    (HDR_LEN + 69 + UCT_IBSHARE_DESC_DEV_MAX)
+#define IDENT_LEN   (16 + UCT_IBSHARE_DESC_DEV_MAX)
+#define JOIN_LEN    (HDR_LEN + 8 + IDENT_LEN)
+#define REFUSE_LEN  (HDR_LEN + 4 + IDENT_LEN)
+#define DESC_LEN    (HDR_LEN + 77 + UCT_IBSHARE_DESC_DEV_MAX)
 #define ERR_MAX     256
+
+
+/* A joiner's group, valid as JOIN and as REFUSE(JOB..GUID) carry it */
+static const uct_ibshare_ident_t ident_ok = {
+    .job_hash  = 0x1122334455667788ull,
+    .port_guid = 0x0102030405060708ull,
+    .dev_name  = "mlx5_0"
+};
 
 
 static void put_le(uint8_t *p, uint64_t value, unsigned size)
@@ -64,6 +73,7 @@ static size_t wire_desc(uint8_t *buf, const uct_ibshare_desc_t *desc)
     put_le(b + 60, desc->port_guid, 8);
     b[68] = desc->port_num;
     memcpy(b + 69, desc->dev_name, UCT_IBSHARE_DESC_DEV_MAX);
+    put_le(b + 133, desc->job_hash, 8);
     return wire_header(buf, UCT_IBSHARE_MSG_DESC, DESC_LEN - HDR_LEN);
 }
 
@@ -87,6 +97,7 @@ static uct_ibshare_desc_t valid_desc(void)
     desc.port_guid  = 0x0102030405060708ull;
     desc.port_num   = 1;
     strcpy(desc.dev_name, "mlx5_0");
+    desc.job_hash   = 0x1122334455667788ull;
     return desc;
 }
 
@@ -160,17 +171,24 @@ static void expect_round_trip(const uint8_t *wire, size_t length,
 
 static void test_wire_layout(void **state)
 {
-    /* "ibsh", version 1, JOIN, 8 body bytes, pid, uid: all little-endian */
-    static const uint8_t expected[JOIN_LEN] = {
-        0x69, 0x62, 0x73, 0x68, 0x01, 0x00, 0x01, 0x00, 0x08, 0x00, 0x00, 0x00,
-        0x04, 0x03, 0x02, 0x01, 0x0d, 0x0c, 0x0b, 0x0a
+    /* "ibsh", version 2, JOIN, 88 body bytes, pid, uid, job hash, GUID:
+     * all little-endian; then the name and its zeros */
+    static const uint8_t expected[HDR_LEN + 24] = {
+        0x69, 0x62, 0x73, 0x68, 0x02, 0x00, 0x01, 0x00, 0x58, 0x00, 0x00, 0x00,
+        0x04, 0x03, 0x02, 0x01, 0x0d, 0x0c, 0x0b, 0x0a,
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+        0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01
     };
     uint8_t buf[UCT_IBSHARE_MSG_MAX], wire[UCT_IBSHARE_MSG_MAX];
     uct_ibshare_desc_t desc = valid_desc();
+    uint8_t name[UCT_IBSHARE_DESC_DEV_MAX] = "mlx5_0";
 
+    assert_int_equal(UCT_IBSHARE_MSG_VERSION, 2);
     assert_int_equal(uct_ibshare_msg_pack_join(buf, sizeof(buf), 0x01020304,
-                                               0x0a0b0c0d), JOIN_LEN);
-    assert_memory_equal(buf, expected, JOIN_LEN);
+                                               0x0a0b0c0d, &ident_ok),
+                     JOIN_LEN);
+    assert_memory_equal(buf, expected, sizeof(expected));
+    assert_memory_equal(buf + sizeof(expected), name, sizeof(name));
 
     assert_int_equal(uct_ibshare_msg_pack_desc(buf, sizeof(buf), &desc),
                      DESC_LEN);
@@ -188,12 +206,15 @@ static void test_round_trip_join(void **state)
 
     for (i = 0; i < sizeof(uids) / sizeof(uids[0]); ++i) {
         length = uct_ibshare_msg_pack_join(buf, sizeof(buf), 4711 + i,
-                                           uids[i]);
+                                           uids[i], &ident_ok);
         assert_int_equal(length, JOIN_LEN);
         expect_round_trip(buf, length, &msg);
         assert_int_equal(msg.type, UCT_IBSHARE_MSG_JOIN);
         assert_int_equal(msg.join.pid, 4711 + i);
         assert_int_equal(msg.join.uid, uids[i]);
+        assert_int_equal(msg.join.ident.job_hash, ident_ok.job_hash);
+        assert_int_equal(msg.join.ident.port_guid, ident_ok.port_guid);
+        assert_string_equal(msg.join.ident.dev_name, ident_ok.dev_name);
     }
 }
 
@@ -206,11 +227,28 @@ static void test_round_trip_refuse(void **state)
 
     for (reason = UCT_IBSHARE_REFUSE_UID; reason <= UCT_IBSHARE_REFUSE_BUSY;
          ++reason) {
-        length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason);
+        length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason, NULL);
         assert_int_equal(length, REFUSE_LEN);
         expect_round_trip(buf, length, &msg);
         assert_int_equal(msg.type, UCT_IBSHARE_MSG_REFUSE);
         assert_int_equal(msg.refuse_reason, reason);
+        assert_int_equal(msg.refuse_ident.job_hash, 0);
+        assert_int_equal(msg.refuse_ident.dev_name[0], '\0');
+    }
+
+    /* A group mismatch names the server's group */
+    for (reason = UCT_IBSHARE_REFUSE_JOB; reason <= UCT_IBSHARE_REFUSE_GUID;
+         ++reason) {
+        assert_int_equal(uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason,
+                                                     NULL), 0);
+        length = uct_ibshare_msg_pack_refuse(buf, sizeof(buf), reason,
+                                             &ident_ok);
+        assert_int_equal(length, REFUSE_LEN);
+        expect_round_trip(buf, length, &msg);
+        assert_int_equal(msg.refuse_reason, reason);
+        assert_int_equal(msg.refuse_ident.job_hash, ident_ok.job_hash);
+        assert_int_equal(msg.refuse_ident.port_guid, ident_ok.port_guid);
+        assert_string_equal(msg.refuse_ident.dev_name, ident_ok.dev_name);
     }
 }
 
@@ -233,6 +271,7 @@ static void assert_desc_equal(const uct_ibshare_desc_t *a,
     assert_int_equal(a->port_guid, b->port_guid);
     assert_int_equal(a->port_num, b->port_num);
     assert_memory_equal(a->dev_name, b->dev_name, sizeof(a->dev_name));
+    assert_int_equal(a->job_hash, b->job_hash);
 }
 
 static void round_trip_desc(const uct_ibshare_desc_t *desc)
@@ -310,10 +349,11 @@ static void test_pack_small_buffer(void **state)
         memset(buf, 0xee, sizeof(buf));
         assert_int_equal(uct_ibshare_msg_pack_desc(buf, max, &desc), 0);
         if (max < JOIN_LEN) {
-            assert_int_equal(uct_ibshare_msg_pack_join(buf, max, 1, 1), 0);
+            assert_int_equal(uct_ibshare_msg_pack_join(buf, max, 1, 1,
+                                                       &ident_ok), 0);
         }
         if (max < REFUSE_LEN) {
-            assert_int_equal(uct_ibshare_msg_pack_refuse(buf, max, 1), 0);
+            assert_int_equal(uct_ibshare_msg_pack_refuse(buf, max, 1, NULL), 0);
         }
         /* Nothing written on failure */
         assert_int_equal(buf[0], 0xee);
@@ -321,9 +361,9 @@ static void test_pack_small_buffer(void **state)
     }
     assert_int_equal(uct_ibshare_msg_pack_desc(buf, DESC_LEN, &desc),
                      DESC_LEN);
-    assert_int_equal(uct_ibshare_msg_pack_join(buf, JOIN_LEN, 1, 1),
+    assert_int_equal(uct_ibshare_msg_pack_join(buf, JOIN_LEN, 1, 1, &ident_ok),
                      JOIN_LEN);
-    assert_int_equal(uct_ibshare_msg_pack_refuse(buf, REFUSE_LEN, 1),
+    assert_int_equal(uct_ibshare_msg_pack_refuse(buf, REFUSE_LEN, 1, NULL),
                      REFUSE_LEN);
 }
 
@@ -347,7 +387,7 @@ static void test_err_buffer(void **state)
     char err[16];
     size_t length;
 
-    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     wire[0] ^= 1;
 
     memset(err, 'x', sizeof(err));
@@ -374,7 +414,7 @@ static void test_reject_short_header(void **state)
 {
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
 
-    uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     expect_rejected(wire, 0, "header");
     expect_rejected(wire, HDR_LEN - 1, "header");
 }
@@ -385,7 +425,7 @@ static void test_reject_header_length(void **state)
     size_t length;
 
     memset(wire, 0, sizeof(wire));
-    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     put_le(wire + 8, 9, 4);
     expect_rejected(wire, length, "header length 9");
     put_le(wire + 8, 8 + (1ull << 31), 4);
@@ -400,7 +440,7 @@ static void test_reject_magic(void **state)
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     size_t length;
 
-    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     wire[3] ^= 0x80;
     expect_rejected(wire, length, "magic 0xe8736269");
 }
@@ -410,10 +450,13 @@ static void test_reject_version(void **state)
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     size_t length;
 
-    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     put_le(wire + 4, UCT_IBSHARE_MSG_VERSION + 1, 2);
+    expect_rejected(wire, length, "version 3");
     expect_rejected(wire, length, "version 2");
-    expect_rejected(wire, length, "version 1");
+    /* The format before the group's identity */
+    put_le(wire + 4, 1, 2);
+    expect_rejected(wire, length, "message version 1 differs");
     put_le(wire + 4, 0, 2);
     expect_rejected(wire, length, "version 0");
 }
@@ -426,7 +469,7 @@ static void test_reject_type(void **state)
     size_t length, i;
 
     for (i = 0; i < sizeof(types) / sizeof(types[0]); ++i) {
-        length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+        length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
         put_le(wire + 6, types[i], 2);
         snprintf(word, sizeof(word), "type %u", types[i]);
         expect_rejected(wire, length, word);
@@ -460,15 +503,16 @@ static void test_reject_join_pid(void **state)
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     size_t length;
 
-    assert_int_equal(uct_ibshare_msg_pack_join(wire, sizeof(wire), 0, 1), 0);
-    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1);
+    assert_int_equal(uct_ibshare_msg_pack_join(wire, sizeof(wire), 0, 1,
+                                               &ident_ok), 0);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
     put_le(wire + HDR_LEN, 0, 4);
     expect_rejected(wire, length, "pid");
 }
 
 static void test_reject_refuse_reason(void **state)
 {
-    static const uint32_t reasons[] = { 0, UCT_IBSHARE_REFUSE_BUSY + 1,
+    static const uint32_t reasons[] = { 0, UCT_IBSHARE_REFUSE_GUID + 1,
                                         UINT32_MAX };
     uint8_t wire[UCT_IBSHARE_MSG_MAX];
     char word[32];
@@ -476,12 +520,113 @@ static void test_reject_refuse_reason(void **state)
 
     for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); ++i) {
         assert_int_equal(uct_ibshare_msg_pack_refuse(wire, sizeof(wire),
-                                                     reasons[i]), 0);
-        length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire), 1);
+                                                     reasons[i], NULL), 0);
+        length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire), 1, NULL);
         put_le(wire + HDR_LEN, reasons[i], 4);
         snprintf(word, sizeof(word), "reason %u", reasons[i]);
         expect_rejected(wire, length, word);
     }
+}
+
+/* JOIN's device name is checked as the descriptor's is */
+static void test_reject_join_dev_name(void **state)
+{
+    uct_ibshare_ident_t ident = ident_ok;
+    uint8_t wire[UCT_IBSHARE_MSG_MAX];
+    size_t length;
+
+    ident.dev_name[0] = '\0';
+    assert_int_equal(uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1,
+                                               &ident), 0);
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
+    wire[HDR_LEN + 24] = '\0';
+    expect_rejected(wire, length, "join dev_name is empty");
+
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
+    wire[HDR_LEN + 24 + 2] = '/';
+    expect_rejected(wire, length, "join dev_name has byte 0x2f");
+
+    length = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 1, &ident_ok);
+    wire[length - 1] = 'x';
+    expect_rejected(wire, length, "join dev_name has nonzero byte");
+}
+
+/* A mismatch refusal must name a group; the others must name none */
+static void test_reject_refuse_ident(void **state)
+{
+    uint8_t wire[UCT_IBSHARE_MSG_MAX];
+    size_t length;
+
+    length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire),
+                                         UCT_IBSHARE_REFUSE_BAD_MSG, NULL);
+    put_le(wire + HDR_LEN + 4, 1, 8);
+    expect_rejected(wire, length, "carries a group identity");
+
+    length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire),
+                                         UCT_IBSHARE_REFUSE_UID, NULL);
+    wire[length - 1] = 'a';
+    expect_rejected(wire, length, "carries a group identity");
+
+    /* JOB with the name of BUSY's (none) */
+    length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire),
+                                         UCT_IBSHARE_REFUSE_BUSY, NULL);
+    put_le(wire + HDR_LEN, UCT_IBSHARE_REFUSE_JOB, 4);
+    expect_rejected(wire, length, "refuse dev_name is empty");
+
+    length = uct_ibshare_msg_pack_refuse(wire, sizeof(wire),
+                                         UCT_IBSHARE_REFUSE_GUID, &ident_ok);
+    wire[length - 1] = 'x';
+    expect_rejected(wire, length, "refuse dev_name has nonzero byte");
+}
+
+/* Which field differs, job first; the descriptor names its group */
+static void test_ident_compare(void **state)
+{
+    uct_ibshare_desc_t desc = valid_desc();
+    uct_ibshare_ident_t a = ident_ok, b;
+
+    uct_ibshare_desc_ident(&desc, &b);
+    assert_int_equal(uct_ibshare_ident_compare(&a, &b), 0);
+
+    b.port_guid ^= 1;
+    assert_int_equal(uct_ibshare_ident_compare(&a, &b),
+                     UCT_IBSHARE_REFUSE_GUID);
+    strcpy(b.dev_name, "mlx5_1");
+    assert_int_equal(uct_ibshare_ident_compare(&a, &b),
+                     UCT_IBSHARE_REFUSE_DEVICE);
+    b.job_hash = uct_ibshare_job_hash("plant");
+    assert_int_equal(uct_ibshare_ident_compare(&a, &b),
+                     UCT_IBSHARE_REFUSE_JOB);
+
+    /* The hash is of the whole key: a prefix is another job */
+    assert_true(uct_ibshare_job_hash("plant") !=
+                uct_ibshare_job_hash("plan"));
+    assert_true(uct_ibshare_job_hash("") != uct_ibshare_job_hash("x"));
+    assert_int_equal(uct_ibshare_job_hash("plant"),
+                     uct_ibshare_job_hash("plant"));
+
+    assert_string_equal(uct_ibshare_refuse_reason_str(UCT_IBSHARE_REFUSE_JOB),
+                        "another job");
+    assert_string_equal(uct_ibshare_refuse_reason_str(0), "unknown");
+}
+
+/* A descriptor of another job decodes fine: the joiner's compare catches it */
+static void test_desc_job_hash(void **state)
+{
+    uct_ibshare_desc_t desc = valid_desc();
+    uct_ibshare_ident_t ident;
+    uint8_t wire[UCT_IBSHARE_MSG_MAX];
+    uct_ibshare_msg_t msg;
+    size_t length;
+
+    desc.job_hash = uct_ibshare_job_hash("other");
+    length = uct_ibshare_msg_pack_desc(wire, sizeof(wire), &desc);
+    assert_int_equal(length, DESC_LEN);
+    expect_round_trip(wire, length, &msg);
+    assert_int_equal(msg.desc.job_hash, uct_ibshare_job_hash("other"));
+    uct_ibshare_desc_ident(&msg.desc, &ident);
+    assert_int_equal(uct_ibshare_ident_compare(&ident, &ident_ok),
+                     UCT_IBSHARE_REFUSE_JOB);
 }
 
 /* ------------------------------------------------------------ descriptor */
@@ -676,10 +821,12 @@ static void test_truncation(void **state)
     for (i = 0; i < 3; ++i) {
         switch (i) {
         case 0:
-            lengths[i] = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 0);
+            lengths[i] = uct_ibshare_msg_pack_join(wire, sizeof(wire), 1, 0,
+                                                   &ident_ok);
             break;
         case 1:
-            lengths[i] = uct_ibshare_msg_pack_refuse(wire, sizeof(wire), 2);
+            lengths[i] = uct_ibshare_msg_pack_refuse(wire, sizeof(wire), 2,
+                                                     NULL);
             break;
         default:
             lengths[i] = uct_ibshare_msg_pack_desc(wire, sizeof(wire), &desc);
@@ -740,6 +887,7 @@ static uct_ibshare_desc_t random_desc(rng_t *rng)
     desc.server_pid = 1 + rng_below(rng, UINT32_MAX);
     desc.port_guid  = rng_next(rng);
     desc.port_num   = (uint8_t)(1 + rng_below(rng, 255));
+    desc.job_hash   = rng_next(rng);
     name_len        = 1 + rng_below(rng, UCT_IBSHARE_DESC_DEV_MAX - 1);
     for (i = 0; i < name_len; ++i) {
         desc.dev_name[i] = chars[rng_below(rng, sizeof(chars) - 1)];
@@ -751,17 +899,21 @@ static uct_ibshare_desc_t random_desc(rng_t *rng)
 static size_t random_valid(rng_t *rng, uint8_t *buf, size_t max)
 {
     uct_ibshare_desc_t desc;
+    uint32_t reason;
     size_t length;
 
     switch (rng_below(rng, 3)) {
     case 0:
         length = uct_ibshare_msg_pack_join(buf, max,
                                            1 + rng_below(rng, UINT32_MAX),
-                                           (uint32_t)rng_next(rng));
+                                           (uint32_t)rng_next(rng),
+                                           &ident_ok);
         break;
     case 1:
-        length = uct_ibshare_msg_pack_refuse(buf, max,
-                                             1 + rng_below(rng, 3));
+        reason = 1 + rng_below(rng, UCT_IBSHARE_REFUSE_GUID);
+        length = uct_ibshare_msg_pack_refuse(buf, max, reason,
+                                             (reason >= UCT_IBSHARE_REFUSE_JOB)
+                                             ? &ident_ok : NULL);
         break;
     default:
         desc   = random_desc(rng);
@@ -925,6 +1077,10 @@ int main(void)
         cmocka_unit_test(test_reject_desc_dev_name_chars),
         cmocka_unit_test(test_reject_desc_dev_name_trailing),
         cmocka_unit_test(test_reject_desc_server_pid),
+        cmocka_unit_test(test_reject_join_dev_name),
+        cmocka_unit_test(test_reject_refuse_ident),
+        cmocka_unit_test(test_ident_compare),
+        cmocka_unit_test(test_desc_job_hash),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_random),
     };
