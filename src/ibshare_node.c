@@ -456,7 +456,8 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
     ucs_status_t status;
     int ret;
 
-    status = uct_ibshare_sock_request(node->sock_path, deadline, &reply, fds,
+    status = uct_ibshare_sock_request(node->dir_fd, node->sock_name,
+                                      node->sock_path, deadline, &reply, fds,
                                       node->last_err,
                                       sizeof(node->last_err));
     switch (status) {

@@ -531,7 +531,8 @@ static int cmd_request(int argc, char **argv)
     ucs_status_t status;
     char err[256] = "";
 
-    status = uct_ibshare_sock_request(argv[1], ucs_get_time() +
+    status = uct_ibshare_sock_request(AT_FDCWD, argv[1], argv[1],
+                                      ucs_get_time() +
                                       ucs_time_from_sec(seconds), &reply,
                                       fds, err, sizeof(err));
     if (status != UCS_OK) {
