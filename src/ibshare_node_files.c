@@ -191,6 +191,13 @@ ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
                       "0700, %s", path, S_ISLNK(st.st_mode) ?
                       "a symbolic link" : "not a directory", (unsigned)euid,
                       uct_ibshare_node_dir_advice(st.st_uid));
+        } else if ((errno == EACCES) && (lstat(path, &st) == 0) &&
+                   (st.st_uid != euid)) {
+            /* Squatted: another user made it before us, and kept it shut */
+            ucs_error("cannot open the node group directory %s: it is owned "
+                      "by uid %u, not by us (uid %u); %s", path,
+                      (unsigned)st.st_uid, (unsigned)euid,
+                      uct_ibshare_node_dir_advice(st.st_uid));
         } else {
             ucs_error("cannot open the node group directory %s: %m", path);
         }
