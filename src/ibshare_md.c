@@ -56,9 +56,11 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
      ucs_offsetof(uct_ibshare_md_config_t, job_key),
      UCS_CONFIG_TYPE_STRING},
 
-    {"RUNTIME_DIR", "/tmp",
+    {"RUNTIME_DIR", "auto",
      "Where the node group keeps its lock and socket, in a subdirectory\n"
-     "ucx-ibshare-<uid> that only the user can enter.",
+     "ucx-ibshare-<uid> that only the user can enter. auto: $XDG_RUNTIME_DIR\n"
+     "if it is set and a writable directory of the user, else /tmp. Every\n"
+     "rank of a job on a node must use the same directory.",
      ucs_offsetof(uct_ibshare_md_config_t, runtime_dir),
      UCS_CONFIG_TYPE_STRING},
 

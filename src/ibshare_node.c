@@ -492,7 +492,8 @@ uct_ibshare_node_join_locked(uct_ibshare_node_t *node,
     uint32_t reason;
     int ret;
 
-    status = uct_ibshare_sock_request(node->sock_path, &node->ident,
+    status = uct_ibshare_sock_request(node->dir_fd, node->sock_name,
+                                      node->sock_path, &node->ident,
                                       deadline, &reply, fds, node->last_err,
                                       sizeof(node->last_err));
     switch (status) {

@@ -23,6 +23,10 @@
 #include <sys/types.h>
 
 
+/* UCX_IBSHARE_RUNTIME_DIR's default: $XDG_RUNTIME_DIR if usable, else /tmp */
+#define UCT_IBSHARE_NODE_RUNTIME_DIR_AUTO  "auto"
+
+
 /* Test-only fault injection (UCX_IBSHARE_FAULT): where the server dies or
  * misbehaves during a hand-off, or a joiner's import fails */
 typedef enum {
@@ -43,7 +47,8 @@ extern const char *uct_ibshare_node_fault_names[];
 
 
 typedef struct uct_ibshare_node_params {
-    const char  *runtime_dir;   /* parent of the per-user directory */
+    const char  *runtime_dir;   /* parent of the per-user directory, or
+                                   "auto" */
     const char  *job_key;       /* NULL or "": a group of this process alone */
     const char  *dev_name;      /* the device the group shares */
     uint64_t    port_guid;      /* of the port the group uses, as create()
@@ -149,5 +154,24 @@ int uct_ibshare_node_list(const char *runtime_dir,
                           void (*cb)(const uct_ibshare_node_group_info_t *info,
                                      void *arg),
                           void *arg);
+
+/*
+ * The runtime directory "auto" stands for: $XDG_RUNTIME_DIR if it is an
+ * absolute path to a writable directory of our uid, else /tmp. Any other
+ * runtime_dir is returned as it is.
+ */
+const char *uct_ibshare_node_runtime_dir(const char *runtime_dir);
+
+/*
+ * Remove the files of every dead group of this user in runtime_dir (a live
+ * group's are never touched: the same lock test as the listing, then the
+ * last member's protocol), calling cb with the directory's path and each
+ * removed file's name. Returns the number of dead groups removed, or a
+ * negative errno.
+ */
+int uct_ibshare_node_clean(const char *runtime_dir,
+                           void (*cb)(const char *dir_path, const char *name,
+                                      void *arg),
+                           void *arg);
 
 #endif

@@ -100,6 +100,51 @@ ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
     }
 }
 
+/* What the user can do about a bad group directory: another user's is not
+ * ours to remove */
+static const char *uct_ibshare_node_dir_advice(uid_t owner)
+{
+    if (owner == geteuid()) {
+        return "remove it";
+    }
+    return "set UCX_IBSHARE_RUNTIME_DIR=<a directory of yours> (or have its "
+           "owner or root remove it)";
+}
+
+/* 1 if dir is a directory of ours that we can create files in */
+static int uct_ibshare_node_dir_usable(const char *dir)
+{
+    struct stat st;
+
+    return (dir != NULL) && (dir[0] == '/') && (stat(dir, &st) == 0) &&
+           S_ISDIR(st.st_mode) && (st.st_uid == geteuid()) &&
+           (access(dir, W_OK | X_OK) == 0);
+}
+
+const char *uct_ibshare_node_runtime_dir(const char *runtime_dir)
+{
+    const char *xdg;
+
+    if ((runtime_dir == NULL) ||
+        strcmp(runtime_dir, UCT_IBSHARE_NODE_RUNTIME_DIR_AUTO)) {
+        return runtime_dir;
+    }
+
+    /* The same choice in every rank of a job: they share the environment
+     * and the uid. One that chose otherwise (the directory went away with
+     * the user's last login) founds a group of its own: no sharing, but
+     * never two groups on one PD */
+    xdg = getenv("XDG_RUNTIME_DIR");
+    if (uct_ibshare_node_dir_usable(xdg)) {
+        return xdg;
+    }
+    if ((xdg != NULL) && (xdg[0] != '\0')) {
+        ucs_debug("XDG_RUNTIME_DIR=%s is not a writable directory of uid %u; "
+                  "the node group uses /tmp", xdg, (unsigned)geteuid());
+    }
+    return "/tmp";
+}
+
 ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
                                        char *path, size_t max, int *fd_p)
 {
@@ -108,6 +153,7 @@ ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
     struct stat st;
     int fd;
 
+    runtime_dir = uct_ibshare_node_runtime_dir(runtime_dir);
     if ((runtime_dir == NULL) || (runtime_dir[0] == '\0')) {
         ucs_error("the node group's runtime directory is not set");
         return UCS_ERR_INVALID_PARAM;
@@ -137,10 +183,21 @@ ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
             return UCS_ERR_NO_ELEM;
         } else if ((errno == ELOOP) || (errno == ENOTDIR)) {
             /* O_DIRECTORY reports a symlink as ENOTDIR: tell them apart */
+            if (lstat(path, &st) < 0) {
+                st.st_mode = 0;
+                st.st_uid  = euid;
+            }
             ucs_error("%s is %s; it must be a directory of uid %u with mode "
-                      "0700, remove it", path,
-                      ((lstat(path, &st) == 0) && S_ISLNK(st.st_mode)) ?
-                      "a symbolic link" : "not a directory", (unsigned)euid);
+                      "0700, %s", path, S_ISLNK(st.st_mode) ?
+                      "a symbolic link" : "not a directory", (unsigned)euid,
+                      uct_ibshare_node_dir_advice(st.st_uid));
+        } else if ((errno == EACCES) && (lstat(path, &st) == 0) &&
+                   (st.st_uid != euid)) {
+            /* Squatted: another user made it before us, and kept it shut */
+            ucs_error("cannot open the node group directory %s: it is owned "
+                      "by uid %u, not by us (uid %u); %s", path,
+                      (unsigned)st.st_uid, (unsigned)euid,
+                      uct_ibshare_node_dir_advice(st.st_uid));
         } else {
             ucs_error("cannot open the node group directory %s: %m", path);
         }
@@ -164,8 +221,9 @@ ucs_status_t uct_ibshare_node_dir_open(const char *runtime_dir, int create,
     }
     if (st.st_uid != euid) {
         ucs_error("%s is owned by uid %u, not by us (uid %u): another user "
-                  "could control our node group; remove it", path,
-                  (unsigned)st.st_uid, (unsigned)euid);
+                  "could control our node group; %s", path,
+                  (unsigned)st.st_uid, (unsigned)euid,
+                  uct_ibshare_node_dir_advice(st.st_uid));
         goto err;
     }
     if (st.st_mode & (S_IRWXG | S_IRWXO)) {
@@ -371,29 +429,36 @@ static int uct_ibshare_node_same_file(int dir_fd, const char *name, int fd)
            (st_path.st_ino == st_fd.st_ino);
 }
 
-void uct_ibshare_node_sweep(int dir_fd, const char *dir_path,
-                            const char *keep)
+/* Removes the files of the dead groups in dir_fd but keep (NULL: none),
+ * reports each to cb (may be NULL); returns how many groups it removed */
+static int uct_ibshare_node_sweep_dir(int dir_fd, const char *dir_path,
+                                      const char *keep,
+                                      void (*cb)(const char *dir_path,
+                                                 const char *name, void *arg),
+                                      void *arg)
 {
     char sock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
     struct dirent *entry;
+    int fd, dup_fd, count = 0;
     struct stat st;
     DIR *dir;
-    int fd, dup_fd;
 
     dup_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0) {
-        return;
+        return -errno;
     }
     dir = fdopendir(dup_fd);
     if (dir == NULL) {
+        count = -errno;
         close(dup_fd);
-        return;
+        return count;
     }
 
     while ((entry = readdir(dir)) != NULL) {
         if (!uct_ibshare_node_is_group_file(entry->d_name,
                                             UCT_IBSHARE_NODE_LOCK_SUFFIX) ||
-            !strncmp(entry->d_name, keep, UCT_IBSHARE_NODE_NAME_LEN)) {
+            ((keep != NULL) &&
+             !strncmp(entry->d_name, keep, UCT_IBSHARE_NODE_NAME_LEN))) {
             continue;
         }
 
@@ -402,26 +467,66 @@ void uct_ibshare_node_sweep(int dir_fd, const char *dir_path,
             continue;
         }
 
-        /* The last member's protocol: with the join lock (nobody joining)
-         * and the members byte (nobody attached), the group is dead and its
-         * files are ours to remove; a joiner that opened the file meanwhile
-         * finds it unlinked once it gets the join lock, and opens anew */
-        if ((uct_ibshare_lock_try(fd, F_WRLCK, UCT_IBSHARE_LOCK_JOIN) == 0) &&
+        /* A group that looks live keeps its locks untouched. Then the last
+         * member's protocol: with the join lock (nobody joining) and the
+         * members byte (nobody attached), the group is dead and its files
+         * are ours to remove; a joiner that opened the file meanwhile finds
+         * it unlinked once it gets the join lock, and opens anew */
+        if ((uct_ibshare_lock_test(fd, UCT_IBSHARE_LOCK_MEMBERS) == 0) &&
+            (uct_ibshare_lock_try(fd, F_WRLCK, UCT_IBSHARE_LOCK_JOIN) == 0) &&
             uct_ibshare_node_same_file(dir_fd, entry->d_name, fd) &&
             (uct_ibshare_lock_try(fd, F_WRLCK, UCT_IBSHARE_LOCK_MEMBERS) ==
              0)) {
             ucs_snprintf_zero(sock_name, sizeof(sock_name), "%.*s%s",
                               UCT_IBSHARE_NODE_NAME_LEN, entry->d_name,
                               UCT_IBSHARE_NODE_SOCK_SUFFIX);
-            unlinkat(dir_fd, sock_name, 0);
+            if ((unlinkat(dir_fd, sock_name, 0) == 0) && (cb != NULL)) {
+                cb(dir_path, sock_name, arg);
+            }
             if (unlinkat(dir_fd, entry->d_name, 0) == 0) {
                 ucs_debug("removed the files of dead group %.*s in %s",
                           UCT_IBSHARE_NODE_NAME_LEN, entry->d_name, dir_path);
+                if (cb != NULL) {
+                    cb(dir_path, entry->d_name, arg);
+                }
+                ++count;
+            } else {
+                ucs_warn("cannot remove %s/%s of a dead group: %m", dir_path,
+                         entry->d_name);
             }
         }
         close(fd);
     }
     closedir(dir);
+    return count;
+}
+
+void uct_ibshare_node_sweep(int dir_fd, const char *dir_path,
+                            const char *keep)
+{
+    uct_ibshare_node_sweep_dir(dir_fd, dir_path, keep, NULL, NULL);
+}
+
+int uct_ibshare_node_clean(const char *runtime_dir,
+                           void (*cb)(const char *dir_path, const char *name,
+                                      void *arg),
+                           void *arg)
+{
+    char dir_path[PATH_MAX];
+    ucs_status_t status;
+    int dir_fd, count;
+
+    status = uct_ibshare_node_dir_open(runtime_dir, 0, dir_path,
+                                       sizeof(dir_path), &dir_fd);
+    if (status == UCS_ERR_NO_ELEM) {
+        return 0;
+    } else if (status != UCS_OK) {
+        return -EPERM;
+    }
+
+    count = uct_ibshare_node_sweep_dir(dir_fd, dir_path, NULL, cb, arg);
+    close(dir_fd);
+    return count;
 }
 
 /* Fills info from one lock file; 0 if the group is dead or unreadable */

@@ -511,7 +511,8 @@ ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node)
         return UCS_ERR_IO_ERROR;
     }
 
-    status = uct_ibshare_sock_listen(node->sock_path, &node->listen_fd);
+    status = uct_ibshare_sock_listen(node->dir_fd, node->sock_name,
+                                     node->sock_path, &node->listen_fd);
     if (status != UCS_OK) {
         return status;
     }

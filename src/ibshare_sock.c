@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,19 +129,43 @@ ucs_status_t uct_ibshare_sock_check_path(const char *path)
     return UCS_OK;
 }
 
-static void uct_ibshare_sock_addr(const char *path, struct sockaddr_un *addr)
+/*
+ * The address of name in the directory open as dir_fd. Linux has no bindat()
+ * or connectat(): the directory's /proc/self/fd link stands for it, so a
+ * directory renamed or replaced by a symlink after its checks can never
+ * redirect the socket. AT_FDCWD: name is the path itself.
+ */
+static ucs_status_t uct_ibshare_sock_addr(int dir_fd, const char *name,
+                                          const char *path,
+                                          struct sockaddr_un *addr)
 {
+    int len;
+
     memset(addr, 0, sizeof(*addr));
     addr->sun_family = AF_UNIX;
-    ucs_strncpy_zero(addr->sun_path, path, sizeof(addr->sun_path));
+    if (dir_fd == AT_FDCWD) {
+        len = snprintf(addr->sun_path, sizeof(addr->sun_path), "%s", name);
+    } else {
+        len = snprintf(addr->sun_path, sizeof(addr->sun_path),
+                       "/proc/self/fd/%d/%s", dir_fd, name);
+    }
+
+    if ((len < 0) || (len >= (int)sizeof(addr->sun_path))) {
+        ucs_error("the address of unix socket %s (%s in directory fd %d) "
+                  "takes %d bytes, but sun_path holds at most %zu", path,
+                  name, dir_fd, len, sizeof(addr->sun_path) - 1);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
 }
 
-ucs_status_t uct_ibshare_sock_listen(const char *path, int *fd_p)
+ucs_status_t uct_ibshare_sock_listen(int dir_fd, const char *name,
+                                     const char *path, int *fd_p)
 {
     struct sockaddr_un addr;
     int fd;
 
-    if (uct_ibshare_sock_check_path(path) != UCS_OK) {
+    if (uct_ibshare_sock_addr(dir_fd, name, path, &addr) != UCS_OK) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -150,9 +175,10 @@ ucs_status_t uct_ibshare_sock_listen(const char *path, int *fd_p)
         return UCS_ERR_IO_ERROR;
     }
 
-    uct_ibshare_sock_addr(path, &addr);
     if (bind(fd, (struct sockaddr*)&addr, sizeof(addr)) < 0) {
-        ucs_error("bind(%s) failed: %m", path);
+        ucs_error("bind(%s) of %s failed: %m%s", addr.sun_path, path,
+                  ((errno == ENOENT) && (dir_fd != AT_FDCWD)) ?
+                  " (is /proc mounted?)" : "");
         close(fd);
         return UCS_ERR_IO_ERROR;
     }
@@ -160,7 +186,7 @@ ucs_status_t uct_ibshare_sock_listen(const char *path, int *fd_p)
     if (listen(fd, SOMAXCONN) < 0) {
         ucs_error("listen(%s) failed: %m", path);
         close(fd);
-        unlink(path);
+        unlinkat(dir_fd, name, 0);
         return UCS_ERR_IO_ERROR;
     }
 
@@ -343,16 +369,17 @@ ucs_status_t uct_ibshare_sock_recv(int fd, void *buf, size_t max,
     return UCS_OK;
 }
 
-static ucs_status_t uct_ibshare_sock_connect(const char *path,
+static ucs_status_t uct_ibshare_sock_connect(int dir_fd, const char *name,
+                                             const char *path,
                                              ucs_time_t deadline, int *fd_p,
                                              char *err, size_t err_max)
 {
     struct sockaddr_un addr;
     int fd;
 
-    if (uct_ibshare_sock_check_path(path) != UCS_OK) {
-        uct_ibshare_sock_err(err, err_max, "socket path %s is too long",
-                             path);
+    if (uct_ibshare_sock_addr(dir_fd, name, path, &addr) != UCS_OK) {
+        uct_ibshare_sock_err(err, err_max, "the address of socket %s is "
+                             "too long", path);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -363,7 +390,6 @@ static ucs_status_t uct_ibshare_sock_connect(const char *path,
         return UCS_ERR_IO_ERROR;
     }
 
-    uct_ibshare_sock_addr(path, &addr);
     for (;;) {
         if (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) == 0) {
             *fd_p = fd;
@@ -393,7 +419,8 @@ static ucs_status_t uct_ibshare_sock_connect(const char *path,
     }
 }
 
-ucs_status_t uct_ibshare_sock_request(const char *path,
+ucs_status_t uct_ibshare_sock_request(int dir_fd, const char *name,
+                                      const char *path,
                                       const uct_ibshare_ident_t *ident,
                                       ucs_time_t deadline,
                                       uct_ibshare_msg_t *reply, int *fds,
@@ -409,7 +436,8 @@ ucs_status_t uct_ibshare_sock_request(const char *path,
     int fd;
 
     fds[0] = fds[1] = -1;
-    status = uct_ibshare_sock_connect(path, deadline, &fd, err, err_max);
+    status = uct_ibshare_sock_connect(dir_fd, name, path, deadline, &fd, err,
+                                      err_max);
     if (status != UCS_OK) {
         return status;
     }

@@ -24,8 +24,13 @@ int uct_ibshare_sock_ms_left(ucs_time_t deadline);
 /* Checks that path fits sockaddr_un's sun_path, with a clear error if not */
 ucs_status_t uct_ibshare_sock_check_path(const char *path);
 
-/* Binds and listens at path (which must not exist); non-blocking, CLOEXEC */
-ucs_status_t uct_ibshare_sock_listen(const char *path, int *fd_p);
+/*
+ * Binds and listens at name (which must not exist) in the directory open as
+ * dir_fd, or at the path name with AT_FDCWD; path names the socket in
+ * messages. Non-blocking, CLOEXEC.
+ */
+ucs_status_t uct_ibshare_sock_listen(int dir_fd, const char *name,
+                                     const char *path, int *fd_p);
 
 /* The credentials of the peer of a connected socket */
 ucs_status_t uct_ibshare_sock_peer_cred(int fd, pid_t *pid_p, uid_t *uid_p);
@@ -52,9 +57,10 @@ ucs_status_t uct_ibshare_sock_recv(int fd, void *buf, size_t max,
                                    ucs_time_t deadline);
 
 /*
- * The joiner's side of a hand-off: connect to the server at path, check that
- * it runs as our effective uid, send JOIN (naming the group of ident),
- * receive and decode the answer.
+ * The joiner's side of a hand-off: connect to the server at name in the
+ * directory open as dir_fd (AT_FDCWD: at the path name; path names it in
+ * messages), check that it runs as our effective uid, send JOIN (naming
+ * the group of ident), receive and decode the answer.
  * On UCS_OK, *reply is a DESC (with exactly the fds it announces in fds,
  * cmd_fd first) or a REFUSE (no fds). Errors:
  *  UCS_ERR_NO_ELEM           nobody listens at path (no socket, refused)
@@ -66,7 +72,8 @@ ucs_status_t uct_ibshare_sock_recv(int fd, void *buf, size_t max,
  * The retryable ones are logged at debug level only; the cause is also
  * written to err.
  */
-ucs_status_t uct_ibshare_sock_request(const char *path,
+ucs_status_t uct_ibshare_sock_request(int dir_fd, const char *name,
+                                      const char *path,
                                       const uct_ibshare_ident_t *ident,
                                       ucs_time_t deadline,
                                       uct_ibshare_msg_t *reply, int *fds,

@@ -4,7 +4,8 @@
  * registration counters).
  *
  * Read-only: it takes no lock a group uses and removes nothing, so running
- * it never disturbs a job.
+ * it never disturbs a job. With --clean it removes the files of dead groups
+ * only, by the protocol a group's last member follows.
  */
 #include "ibshare_device.h"
 #include "ibshare_node.h"
@@ -20,18 +21,27 @@
 #include <unistd.h>
 
 
-#define IBSHARE_INFO_DEFAULT_DIR  "/tmp"
-
-
 static void ibshare_info_usage(FILE *stream)
 {
     fprintf(stream,
-            "usage: ibshare_info [-d DIR] [-h]\n"
+            "usage: ibshare_info [-c] [-d DIR] [-h]\n"
             "  lists the RDMA devices and this user's live ucx-ibshare node "
             "groups\n"
-            "  -d DIR  runtime directory of the groups (default: "
-            "$UCX_IBSHARE_RUNTIME_DIR, else " IBSHARE_INFO_DEFAULT_DIR ")\n"
-            "  -h      this help\n");
+            "  -c, --clean    first remove the lock and socket files of dead "
+            "groups\n"
+            "                 (killed jobs); a live group's are never "
+            "touched\n"
+            "  -d, --dir DIR  runtime directory of the groups (default:\n"
+            "                 $UCX_IBSHARE_RUNTIME_DIR, else auto: "
+            "$XDG_RUNTIME_DIR if usable,\n"
+            "                 else /tmp)\n"
+            "  -h, --help     this help\n");
+}
+
+static void ibshare_info_removed(const char *dir_path, const char *name,
+                                 void *arg)
+{
+    printf("removed %s/%s\n", dir_path, name);
 }
 
 static void ibshare_info_devices(void)
@@ -123,15 +133,24 @@ static void ibshare_info_group(const uct_ibshare_node_group_info_t *info,
 
 int main(int argc, char **argv)
 {
+    static const struct option options[] = {
+        {"clean", no_argument,       NULL, 'c'},
+        {"dir",   required_argument, NULL, 'd'},
+        {"help",  no_argument,       NULL, 'h'},
+        {NULL,    0,                 NULL, 0}
+    };
     const char *dir = getenv("UCX_IBSHARE_RUNTIME_DIR");
-    int opt, count;
+    int opt, count, clean = 0;
 
     if ((dir == NULL) || (dir[0] == '\0')) {
-        dir = IBSHARE_INFO_DEFAULT_DIR;
+        dir = UCT_IBSHARE_NODE_RUNTIME_DIR_AUTO;
     }
 
-    while ((opt = getopt(argc, argv, "d:h")) != -1) {
+    while ((opt = getopt_long(argc, argv, "cd:h", options, NULL)) != -1) {
         switch (opt) {
+        case 'c':
+            clean = 1;
+            break;
         case 'd':
             dir = optarg;
             break;
@@ -146,6 +165,18 @@ int main(int argc, char **argv)
     if (optind < argc) {
         ibshare_info_usage(stderr);
         return 1;
+    }
+    dir = uct_ibshare_node_runtime_dir(dir);
+
+    if (clean) {
+        count = uct_ibshare_node_clean(dir, ibshare_info_removed, NULL);
+        if (count < 0) {
+            fprintf(stderr, "ibshare_info: cannot clean the node groups in "
+                    "%s: %s\n", dir, strerror(-count));
+            return 1;
+        }
+        printf("removed the files of %d dead group%s in %s\n\n", count,
+               (count == 1) ? "" : "s", dir);
     }
 
     ibshare_info_devices();

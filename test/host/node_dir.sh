@@ -66,6 +66,8 @@ if [ "$uid" -eq 0 ] && id nobody > /dev/null 2>&1; then
     chown nobody "$tmpdir/other/$sub"
     try other "$tmpdir/other"
     refused other "is owned by uid $(id -u nobody), not by us"
+    check "other: says what to set" \
+          grep -q "set UCX_IBSHARE_RUNTIME_DIR=" "$tmpdir/other.err"
     check "other: nothing created in it" \
           test -z "$(ls -A "$tmpdir/other/$sub")"
 fi

@@ -588,7 +588,8 @@ static int cmd_request(int argc, char **argv)
     char err[256] = "";
 
     parse_ident(argc, argv, 3, &ident);
-    status = uct_ibshare_sock_request(argv[1], &ident, ucs_get_time() +
+    status = uct_ibshare_sock_request(AT_FDCWD, argv[1], argv[1], &ident,
+                                      ucs_get_time() +
                                       ucs_time_from_sec(seconds), &reply,
                                       fds, err, sizeof(err));
     if (status != UCS_OK) {
