@@ -126,4 +126,23 @@ check "nobody logged anything" \
       sh -c "! cat '$tmpdir'/[MJPK].err | grep -q ."
 cat "$tmpdir"/*.err >&2
 
+# The child's leave path under valgrind (which follows forks): no memory
+# error, no leak, in the child as in the parent
+if command -v valgrind > /dev/null; then
+    valgrind -q --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect \
+        --show-leak-kinds=definite,indirect \
+        "$driver" join -d "$rundir" -k fork-vg -m shared -P leave \
+        > "$tmpdir/V.out" 2> "$tmpdir/V.err" 3>&- 4>&- 5>&- 6>&-
+    check "valgrind: the member and its child exit 0 (rc $?)" test $? -eq 0
+    check "valgrind: the child left as no member, status 0" \
+          grep -q "^forked pid=[0-9]* status=0$" "$tmpdir/V.out"
+    check "valgrind: the parent left last" \
+          grep -q "^left pid=[0-9]* last=1 slice_ok=1 fdleak=0$" \
+          "$tmpdir/V.out"
+    check "valgrind: nothing reported" sh -c "! grep -q . '$tmpdir/V.err'"
+    cat "$tmpdir/V.err" >&2
+    check "no file left" no_files
+fi
+
 finish
