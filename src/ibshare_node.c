@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,7 +39,94 @@
 #define UCT_IBSHARE_NODE_RETRY_MS     10   /* a joiner asks again */
 
 
+/* Every node of this process, for the fork child handler; under the lock */
+static UCS_LIST_HEAD(uct_ibshare_node_all);
+static pthread_mutex_t uct_ibshare_node_fork_mutex =
+    PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t uct_ibshare_node_atfork_once = PTHREAD_ONCE_INIT;
+static int uct_ibshare_node_atfork_ret;
 
+
+void uct_ibshare_node_fork_lock(void)
+{
+    pthread_mutex_lock(&uct_ibshare_node_fork_mutex);
+}
+
+void uct_ibshare_node_fork_unlock(void)
+{
+    pthread_mutex_unlock(&uct_ibshare_node_fork_mutex);
+}
+
+/* Taken before fork: no node's fds change while the process is copied */
+static void uct_ibshare_node_atfork_prepare(void)
+{
+    uct_ibshare_node_fork_lock();
+}
+
+static void uct_ibshare_node_atfork_parent(void)
+{
+    uct_ibshare_node_fork_unlock();
+}
+
+/* close() alone: no logging in the child handler */
+static void uct_ibshare_node_child_close(int *fd_p)
+{
+    if (*fd_p >= 0) {
+        close(*fd_p);
+        *fd_p = -1;
+    }
+}
+
+/*
+ * The child shares the open file descriptions of the parent's fds, CLOEXEC
+ * acts only at exec, and OFD locks go only with the last fd (and mapping)
+ * of their description: a child that kept them would keep the group's
+ * locks and listening socket after its parent died, and no member could
+ * take over. So the child lets go of every node: it closes what the node
+ * holds of the group without unlocking or unlinking anything (the locks are
+ * the parent's too) and is no member from now on. Only system calls here:
+ * the child has one thread and the parent's were anywhere at fork.
+ */
+static void uct_ibshare_node_atfork_child(void)
+{
+    uct_ibshare_node_conn_t *conn;
+    uct_ibshare_node_t *node;
+
+    ucs_list_for_each(node, &uct_ibshare_node_all, list) {
+        uct_ibshare_node_child_close(&node->listen_fd);
+        uct_ibshare_node_child_close(&node->lock_fd);
+        uct_ibshare_node_child_close(&node->cmd_fd);
+        uct_ibshare_node_child_close(&node->pool_fd);
+        uct_ibshare_node_child_close(&node->dir_fd);
+        /* A write to the pipe would stop the parent's thread */
+        uct_ibshare_node_child_close(&node->stop_pipe[0]);
+        uct_ibshare_node_child_close(&node->stop_pipe[1]);
+        for (conn = node->conns;
+             conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS; ++conn) {
+            uct_ibshare_node_child_close(&conn->fd);
+        }
+        /* The mapping holds the lock file's description too */
+        if (node->state != NULL) {
+            munmap(node->state, node->state_size);
+            node->state = NULL;
+        }
+        node->thread_started = 0;   /* the thread is not copied */
+        node->serving        = 0;
+        node->record         = UCT_IBSHARE_NODE_NO_RECORD;
+        node->forked         = 1;
+    }
+
+    /* Locked by the thread that forked, which is not ours any more */
+    pthread_mutex_init(&uct_ibshare_node_fork_mutex, NULL);
+}
+
+static void uct_ibshare_node_atfork_register(void)
+{
+    uct_ibshare_node_atfork_ret =
+        pthread_atfork(uct_ibshare_node_atfork_prepare,
+                       uct_ibshare_node_atfork_parent,
+                       uct_ibshare_node_atfork_child);
+}
 
 static uint64_t uct_ibshare_node_fnv1a(uint64_t hash, const void *data,
                                        size_t length)
@@ -102,6 +190,10 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
     node->timeout      = params->timeout;
     node->fault        = params->fault;
 
+    uct_ibshare_node_fork_lock();
+    ucs_list_add_tail(&uct_ibshare_node_all, &node->list);
+    uct_ibshare_node_fork_unlock();
+
     if ((params->runtime_dir == NULL) || (params->runtime_dir[0] == '\0') ||
         (params->dev_name == NULL) || (params->dev_name[0] == '\0') ||
         (params->create == NULL) || !(params->timeout > 0)) {
@@ -147,9 +239,11 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    uct_ibshare_node_fork_lock();
     status = uct_ibshare_node_dir_open(params->runtime_dir, 1,
                                        node->dir_path, sizeof(node->dir_path),
                                        &node->dir_fd);
+    uct_ibshare_node_fork_unlock();
     if (status != UCS_OK) {
         return status;
     }
@@ -162,15 +256,19 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
 }
 
 /* Releases everything the node holds; the kernel drops the locks with the
- * lock file's last fd */
+ * lock file's last fd. In a fork child the fds are closed already (-1) and
+ * the state unmapped, so nothing of the group is touched. */
 static void uct_ibshare_node_destroy(uct_ibshare_node_t *node)
 {
+    uct_ibshare_node_fork_lock();
+    ucs_list_del(&node->list);
     if (node->listen_fd >= 0) {
-        close(node->listen_fd);
+        ucs_close_fd(&node->listen_fd);
         unlinkat(node->dir_fd, node->sock_name, 0);
     }
     if (node->state != NULL) {
         munmap(node->state, node->state_size);
+        node->state = NULL;
     }
     ucs_close_fd(&node->cmd_fd);
     ucs_close_fd(&node->pool_fd);
@@ -178,6 +276,7 @@ static void uct_ibshare_node_destroy(uct_ibshare_node_t *node)
     ucs_close_fd(&node->dir_fd);
     ucs_close_fd(&node->stop_pipe[0]);
     ucs_close_fd(&node->stop_pipe[1]);
+    uct_ibshare_node_fork_unlock();
     ucs_free(node);
 }
 
@@ -185,8 +284,10 @@ static ucs_status_t uct_ibshare_node_open_lock(uct_ibshare_node_t *node)
 {
     struct stat st;
 
+    uct_ibshare_node_fork_lock();
     node->lock_fd = openat(node->dir_fd, node->lock_name,
                            O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    uct_ibshare_node_fork_unlock();
     if (node->lock_fd < 0) {
         ucs_error("cannot open the node group lock file %s: %m",
                   node->lock_path);
@@ -205,7 +306,9 @@ static ucs_status_t uct_ibshare_node_open_lock(uct_ibshare_node_t *node)
     return UCS_OK;
 
 err:
+    uct_ibshare_node_fork_lock();
     ucs_close_fd(&node->lock_fd);
+    uct_ibshare_node_fork_unlock();
     return UCS_ERR_IO_ERROR;
 }
 
@@ -305,6 +408,22 @@ static int uct_ibshare_node_dup(int fd)
     return (fd < 0) ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
+/* The node's own dups of the group's fds, to serve joiners with */
+static ucs_status_t uct_ibshare_node_dup_fds(uct_ibshare_node_t *node,
+                                             int cmd_fd, int pool_fd)
+{
+    uct_ibshare_node_fork_lock();
+    node->cmd_fd  = uct_ibshare_node_dup(cmd_fd);
+    node->pool_fd = uct_ibshare_node_dup(pool_fd);
+    uct_ibshare_node_fork_unlock();
+    if ((node->pool_fd < 0) || ((cmd_fd >= 0) && (node->cmd_fd < 0))) {
+        ucs_error("dup() of the group's fds (cmd fd %d, pool fd %d) failed: "
+                  "%m", cmd_fd, pool_fd);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
 /* With JOIN and MEMBERS write-locked: there is no group, make one */
 static ucs_status_t
 uct_ibshare_node_found(uct_ibshare_node_t *node,
@@ -367,16 +486,16 @@ uct_ibshare_node_found(uct_ibshare_node_t *node,
     }
     node->desc = desc;
 
-    node->cmd_fd  = uct_ibshare_node_dup(cmd_fd);
-    node->pool_fd = uct_ibshare_node_dup(pool_fd);
-    if ((node->pool_fd < 0) || ((cmd_fd >= 0) && (node->cmd_fd < 0))) {
-        ucs_error("dup() of the group's fds failed: %m");
-        return UCS_ERR_IO_ERROR;
+    status = uct_ibshare_node_dup_fds(node, cmd_fd, pool_fd);
+    if (status != UCS_OK) {
+        return status;
     }
 
+    uct_ibshare_node_fork_lock();
     status = uct_ibshare_node_state_reset(node->lock_fd, node->lock_path,
                                           &desc, node->job_key, &node->state,
                                           &node->state_size);
+    uct_ibshare_node_fork_unlock();
     if (status != UCS_OK) {
         return status;
     }
@@ -436,21 +555,21 @@ static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
         return status;
     }
 
-    node->cmd_fd  = uct_ibshare_node_dup(cmd_fd);
-    node->pool_fd = uct_ibshare_node_dup(pool_fd);
-    if ((node->pool_fd < 0) || ((cmd_fd >= 0) && (node->cmd_fd < 0))) {
-        ucs_error("dup() of the group's fds failed: %m");
-        return UCS_ERR_IO_ERROR;
+    status = uct_ibshare_node_dup_fds(node, cmd_fd, pool_fd);
+    if (status != UCS_OK) {
+        return status;
     }
 
     /* The state is for ibshare_info and for retiring the slices of killed
      * shared-mode members: without it we still work, those slices may be
      * handed out again */
+    uct_ibshare_node_fork_lock();
     if (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
                                    desc->num_slices, &node->state,
                                    &node->state_size) != UCS_OK) {
         node->state = NULL;
     }
+    uct_ibshare_node_fork_unlock();
     uct_ibshare_node_record_set(node, getpid());
 
     member->desc    = *desc;
@@ -565,6 +684,15 @@ ucs_status_t uct_ibshare_node_join(const uct_ibshare_node_params_t *params,
     member->cmd_fd  = -1;
     member->pool_fd = -1;
 
+    pthread_once(&uct_ibshare_node_atfork_once,
+                 uct_ibshare_node_atfork_register);
+    if (uct_ibshare_node_atfork_ret != 0) {
+        ucs_error("pthread_atfork() failed: %s; without it a fork child "
+                  "would keep the node group's locks",
+                  strerror(uct_ibshare_node_atfork_ret));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
     node = ucs_calloc(1, sizeof(*node), "ibshare node");
     if (node == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -602,7 +730,9 @@ ucs_status_t uct_ibshare_node_join(const uct_ibshare_node_params_t *params,
 
         /* Closing drops every lock of this description, the JOIN lock too,
          * so members may leave and take over meanwhile */
+        uct_ibshare_node_fork_lock();
         ucs_close_fd(&node->lock_fd);
+        uct_ibshare_node_fork_unlock();
         if (ucs_get_time() >= deadline) {
             ucs_error("%s: not served within %.1f s: %s", node->sock_path,
                       node->timeout, node->last_err);
@@ -642,6 +772,15 @@ int uct_ibshare_node_leave(uct_ibshare_node_t *node)
 {
     int have_join, last;
 
+    if (node->forked) {
+        /* A fork child of the member: its group fds are closed, its locks
+         * and records are the parent's, it has no thread to stop */
+        ucs_debug("%s: pid %d is a fork child of a member, not a member; "
+                  "leaving the group alone", node->lock_path, (int)getpid());
+        uct_ibshare_node_destroy(node);
+        return 0;
+    }
+
     /* Membership changes one at a time; a join in progress finishes
      * first, so no hand-off of ours is cut short */
     have_join = uct_ibshare_lock_wait(node->lock_fd, F_WRLCK,
@@ -655,8 +794,9 @@ int uct_ibshare_node_leave(uct_ibshare_node_t *node)
 
     uct_ibshare_node_thread_stop(node);
     if (node->serving) {
-        close(node->listen_fd);
-        node->listen_fd = -1;
+        uct_ibshare_node_fork_lock();
+        ucs_close_fd(&node->listen_fd);
+        uct_ibshare_node_fork_unlock();
         unlinkat(node->dir_fd, node->sock_name, 0);
         if (node->state != NULL) {
             __atomic_store_n(&node->state->server_pid, 0, __ATOMIC_RELAXED);

@@ -26,6 +26,7 @@
 
 #include "ibshare_node.h"
 
+#include <ucs/datastruct/list.h>
 #include <ucs/time/time.h>
 #include <limits.h>
 #include <pthread.h>
@@ -154,11 +155,19 @@ struct uct_ibshare_node {
     uct_ibshare_node_pending_t pending[UCT_IBSHARE_NODE_MAX_PENDING];
     char                       last_err[256]; /* why the last try failed */
 
+<<<<<<< HEAD
     /* Connections dropped for room (the server's thread only): a flood
      * logs one warning per UCT_IBSHARE_NODE_DROP_WARN_SEC, then a total */
     unsigned long              conns_dropped;
     unsigned long              conns_dropped_unlogged;
     ucs_time_t                 drop_warn_time;
+=======
+    ucs_list_link_t            list;         /* in the process's nodes, which
+                                                a fork child lets go of */
+    int                        forked;       /* we are a fork child of the
+                                                member: nothing of the group
+                                                is ours */
+>>>>>>> h-fork
 };
 
 
@@ -167,6 +176,17 @@ uct_ibshare_node_deadline(const struct uct_ibshare_node *node)
 {
     return ucs_get_time() + ucs_time_from_sec(node->timeout);
 }
+
+/*
+ * A fork child inherits every fd, and fork shares the open file description
+ * (and with it the OFD locks), so the child handler closes the group's fds
+ * of every node (see ibshare_node.c). Whoever creates or closes an fd of a
+ * node, or maps its state, holds this lock meanwhile, so that a fork in
+ * another thread sees every fd recorded in the node. Short sections only:
+ * fork() waits for it.
+ */
+void uct_ibshare_node_fork_lock(void);
+void uct_ibshare_node_fork_unlock(void);
 
 /* The fault that strikes now (set: take it); misbehaving faults strike once */
 unsigned uct_ibshare_node_fault_take(uct_ibshare_node_t *node,

@@ -173,7 +173,9 @@ static void uct_ibshare_node_refuse(int fd, uint32_t reason,
 
 static void uct_ibshare_node_conn_close(uct_ibshare_node_conn_t *conn)
 {
+    uct_ibshare_node_fork_lock();
     ucs_close_fd(&conn->fd);
+    uct_ibshare_node_fork_unlock();
     conn->stalled = 0;
     conn->refused = 0;
 }
@@ -234,9 +236,12 @@ static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
     int fd;
 
     for (;;) {
+        /* Until the fd is in its slot: a fork child must see it there */
+        uct_ibshare_node_fork_lock();
         fd = accept4(node->listen_fd, NULL, NULL,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
+            uct_ibshare_node_fork_unlock();
             if (errno == EINTR || errno == ECONNABORTED) {
                 continue;
             } else if (errno != EAGAIN) {
@@ -255,6 +260,7 @@ static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
 
         if (uct_ibshare_sock_peer_cred(fd, &pid, &uid) != UCS_OK) {
             close(fd);
+            uct_ibshare_node_fork_unlock();
             continue;
         }
         if (uid != geteuid()) {
@@ -278,13 +284,14 @@ static void uct_ibshare_node_accept(uct_ibshare_node_t *node)
         }
         if (slot->fd >= 0) {
             uct_ibshare_node_conn_dropped(node, slot->pid);
-            uct_ibshare_node_conn_close(slot);
+            ucs_close_fd(&slot->fd); /* the fork lock is ours already */
         }
         slot->fd       = fd;
         slot->pid      = pid;
         slot->deadline = uct_ibshare_node_deadline(node);
         slot->stalled  = 0;
         slot->refused  = uid != geteuid();
+        uct_ibshare_node_fork_unlock();
     }
 }
 
@@ -511,8 +518,10 @@ ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node)
         return UCS_ERR_IO_ERROR;
     }
 
+    uct_ibshare_node_fork_lock();
     status = uct_ibshare_sock_listen(node->dir_fd, node->sock_name,
                                      node->sock_path, &node->listen_fd);
+    uct_ibshare_node_fork_unlock();
     if (status != UCS_OK) {
         return status;
     }
@@ -582,7 +591,10 @@ ucs_status_t uct_ibshare_node_thread_start(uct_ibshare_node_t *node)
     sigset_t all, old;
     int ret;
 
-    if (pipe2(node->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+    uct_ibshare_node_fork_lock();
+    ret = pipe2(node->stop_pipe, O_CLOEXEC | O_NONBLOCK);
+    uct_ibshare_node_fork_unlock();
+    if (ret < 0) {
         ucs_error("pipe2() failed: %m");
         return UCS_ERR_IO_ERROR;
     }

@@ -15,6 +15,12 @@
  *     -H FIFO    after joining, wait for EOF before leaving (hold)
  *     -R FIFO    also write the lines to FIFO (the script's barrier)
  *     -G GUID    port GUID, hex (0123456789abcdef), in params and desc
+ *     -P sleep   after joining, fork a child that only sleeps (600 s);
+ *                prints "forked pid=<child>"
+ *     -P leave   after joining, fork a child that leaves the group, closes
+ *                its copies of the fds and exits normally; it prints "child
+ *                pid=.. last=.. fdleak=..", the parent waits for it and
+ *                prints "forked pid=<child> status=<exit status>"
  *   prints "waiting <pid>" (with -S), "joined pid=.. founder=.. slice=..
  *   server=.. mode=.. pattern=<founder pid> cmd=<founder pid>|none fds=ok",
  *   "armed <pid>" (with -A) and "left pid=.. last=0|1 slice_ok=1 fdleak=0".
@@ -56,6 +62,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 
@@ -268,10 +275,53 @@ static unsigned parse_fault(const char *name)
     exit(3);
 }
 
+/* -P: the fork of a member that does not exec (a fork-based helper) */
+static int fork_child(const char *how, uct_ibshare_node_t *node,
+                      int pool_fd, int cmd_fd, const unsigned char *before)
+{
+    int status, last, leak;
+    pid_t pid;
+
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "node_driver: fork(): %m\n");
+        return 0;
+    }
+
+    if (pid == 0) {
+        if (!strcmp(how, "sleep")) {
+            sleep(600);
+            _exit(0);
+        }
+        /* The caller's leave path, as a module torn down in the child */
+        last = uct_ibshare_node_leave(node);
+        close(pool_fd);
+        if (cmd_fd >= 0) {
+            close(cmd_fd);
+        }
+        leak = fd_leaks(before);
+        out("child pid=%d last=%d fdleak=%d", (int)getpid(), last, leak);
+        exit((!last && !leak) ? 0 : 2);
+    }
+
+    if (!strcmp(how, "sleep")) {
+        out("forked pid=%d", (int)pid);
+        return 1;
+    }
+    if (waitpid(pid, &status, 0) != pid) {
+        fprintf(stderr, "node_driver: waitpid(%d): %m\n", (int)pid);
+        return 0;
+    }
+    out("forked pid=%d status=%d", (int)pid,
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return WIFEXITED(status) && (WEXITSTATUS(status) == 0);
+}
+
 static int cmd_join(int argc, char **argv)
 {
     unsigned char before[MAX_FD_SCAN];
     const char *start = NULL, *arm = NULL, *hold = NULL, *ready = NULL;
+    const char *fork_how = NULL;
     unsigned long long counters[3] = { 0, 0, 0 };
     uct_ibshare_node_params_t params;
     uct_ibshare_node_member_t member;
@@ -279,7 +329,7 @@ static int cmd_join(int argc, char **argv)
     unsigned arm_fault = UCT_IBSHARE_FAULT_NONE;
     int start_fd, arm_fd, hold_fd, pool_fd, cmd_fd;
     int pattern, cmd_pattern = -1, leak = 0, slice_ok = 1, last, fds_ok;
-    int have_counters = 0, opt;
+    int have_counters = 0, fork_ok = 1, opt;
     ucs_status_t status;
     driver_t d;
     uint32_t value;
@@ -295,7 +345,8 @@ static int cmd_join(int argc, char **argv)
     params.runtime_dir = "/tmp";
     params.timeout     = 10;
 
-    while ((opt = getopt(argc, argv, "d:k:D:t:m:n:c:f:F:C:S:A:H:R:G:")) != -1) {
+    while ((opt = getopt(argc, argv,
+                         "d:k:D:t:m:n:c:f:F:C:S:A:H:R:G:P:")) != -1) {
         switch (opt) {
         case 'd': params.runtime_dir = optarg; break;
         case 'k': d.job_key = optarg; break;
@@ -315,6 +366,14 @@ static int cmd_join(int argc, char **argv)
         case 'H': hold = optarg; break;
         case 'R': ready = optarg; break;
         case 'G': d.port_guid = strtoull(optarg, NULL, 16); break;
+        case 'P':
+            if (strcmp(optarg, "sleep") && strcmp(optarg, "leave")) {
+                fprintf(stderr, "node_driver: -P sleep|leave, not '%s'\n",
+                        optarg);
+                return 3;
+            }
+            fork_how = optarg;
+            break;
         default:
             return 3;
         }
@@ -394,6 +453,10 @@ static int cmd_join(int argc, char **argv)
         uct_ibshare_group_mode_str(member.desc.mode), pattern, cmd_pattern,
         fds_ok ? "ok" : "BAD");
 
+    if (fork_how != NULL) {
+        fork_ok = fork_child(fork_how, node, pool_fd, cmd_fd, before);
+    }
+
     if (arm_fd >= 0) {
         wait_eof(arm_fd);
         uct_ibshare_node_set_fault(node, arm_fault);
@@ -430,7 +493,7 @@ static int cmd_join(int argc, char **argv)
     ucs_close_fd(&arm_fd);
     ucs_close_fd(&hold_fd);
     ucs_close_fd(&ready_fd);
-    return (fds_ok && slice_ok && !leak) ? 0 : 2;
+    return (fds_ok && slice_ok && !leak && fork_ok) ? 0 : 2;
 }
 
 static int raw_connect(const char *path)
