@@ -155,19 +155,17 @@ struct uct_ibshare_node {
     uct_ibshare_node_pending_t pending[UCT_IBSHARE_NODE_MAX_PENDING];
     char                       last_err[256]; /* why the last try failed */
 
-<<<<<<< HEAD
     /* Connections dropped for room (the server's thread only): a flood
      * logs one warning per UCT_IBSHARE_NODE_DROP_WARN_SEC, then a total */
     unsigned long              conns_dropped;
     unsigned long              conns_dropped_unlogged;
     ucs_time_t                 drop_warn_time;
-=======
+
     ucs_list_link_t            list;         /* in the process's nodes, which
                                                 a fork child lets go of */
     int                        forked;       /* we are a fork child of the
                                                 member: nothing of the group
                                                 is ours */
->>>>>>> h-fork
 };
 
 
