@@ -673,7 +673,8 @@ static int cmd_serve(int argc, char **argv)
     size_t length;
     struct pollfd pfd;
 
-    if (uct_ibshare_sock_listen(argv[1], &listen_fd) != UCS_OK) {
+    if (uct_ibshare_sock_listen(AT_FDCWD, argv[1], argv[1], &listen_fd) !=
+        UCS_OK) {
         return 1;
     }
     printf("listening\n");
