@@ -91,11 +91,11 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
 
     UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("TX_", 256, 64, "send",
             ucs_offsetof(uct_rc_share_iface_config_t, tx_mp),
-            " Otherwise 1 or more; TX_BUFS_GROW 0 to 65536."),
+            "\nOtherwise 1 or more; TX_BUFS_GROW 0 to 65536."),
 
     UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 0, "receive",
             ucs_offsetof(uct_rc_share_iface_config_t, rx_mp),
-            " Otherwise 1 or more; RX_BUFS_GROW 0 to 65536."),
+            "\nOtherwise 1 or more; RX_BUFS_GROW 0 to 65536."),
 
     {"TIMEOUT", "1.0s",
      "Transport retry timeout of RC QPs (local ACK timeout); with\n"

@@ -256,6 +256,7 @@ static void test_md_config_memory(void **state)
     assert_int_equal(uct_ibshare_md_config_check(&config, &mem),
                      UCS_ERR_NO_MEMORY);
     ucs_log_pop_handler();
+    print_message("  %s", logged);
     assert_logged("UCX_IBSHARE_SLICE_SIZE");
     assert_logged("8589934592");   /* asked */
     assert_logged("3221225472");   /* available */
@@ -283,6 +284,7 @@ static void test_md_config_memory(void **state)
                                                    1, &mem),
                      UCS_ERR_EXCEEDS_LIMIT);
     ucs_log_pop_handler();
+    print_message("  %s", logged);
     assert_logged("UCX_IBSHARE_POOL_SIZE");
     assert_logged("268435456");    /* asked */
     assert_logged("67108864");     /* the limit */
