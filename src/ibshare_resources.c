@@ -530,7 +530,7 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
                  "bytes); this rank uses private resources (see "
                  "UCX_IBSHARE_POOL_SIZE)", res->dev_name,
                  member.desc.num_slices, (size_t)member.desc.slice_size);
-        status = UCS_ERR_EXCEEDS_LIMIT;
+        status = UCS_ERR_NO_ELEM; /* warned already */
         goto err_leave;
     }
 
@@ -563,7 +563,7 @@ uct_ibshare_resources_open(uct_ibshare_resources_t *res,
         return status;
     }
 
-    if (status != UCS_ERR_EXCEEDS_LIMIT) {
+    if (status != UCS_ERR_NO_ELEM) {
         ucs_warn("%s: could not join the node group (%s); this rank uses "
                  "private resources", res->dev_name,
                  ucs_status_string(status));

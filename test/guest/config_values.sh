@@ -62,6 +62,12 @@ while IFS='|' read -r name settings expect; do
     else
         check "$name: the message names the variable: /$expect/" \
               grep -Eq "$expect" "$tmpdir/$name.out"
+        # A slice the rank may not pin: it says so, and goes private
+        if [ "$name" = memlock ]; then
+            check "$name: the rank runs on private resources, and says so" \
+                  grep -q 'this rank uses private resources' \
+                  "$tmpdir/$name.out"
+        fi
         # The md refuses its settings at open: nothing of it is listed
         case $settings in
         UCX_IBSHARE_*)
