@@ -52,7 +52,8 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
     {"JOB_KEY", "",
      "Which processes form a node group. Empty: taken from the launcher\n"
      "(PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID);\n"
-     "a process without any forms a group of its own.",
+     "a process without any forms a group of its own. At most 127\n"
+     "characters.",
      ucs_offsetof(uct_ibshare_md_config_t, job_key),
      UCS_CONFIG_TYPE_STRING},
 
@@ -60,12 +61,14 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
      "Where the node group keeps its lock and socket, in a subdirectory\n"
      "ucx-ibshare-<uid> that only the user can enter. auto: $XDG_RUNTIME_DIR\n"
      "if it is set and a writable directory of the user, else /tmp. Every\n"
-     "rank of a job on a node must use the same directory.",
+     "rank of a job on a node must use the same directory. Not empty, at\n"
+     "most 255 characters.",
      ucs_offsetof(uct_ibshare_md_config_t, runtime_dir),
      UCS_CONFIG_TYPE_STRING},
 
     {"POOL_SIZE", "auto",
-     "Size of the node pool, a multiple of the slice size. auto: one slice\n"
+     "Size of the node pool, a multiple of the slice size: 1 to 4096 slices,\n"
+     "at most the node's available memory (MemAvailable). auto: one slice\n"
      "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE) plus 2 for ranks that\n"
      "join later, or 16 slices if the launcher does not say.",
      ucs_offsetof(uct_ibshare_md_config_t, pool_size),
@@ -73,7 +76,9 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 
     {"SLICE_SIZE", "11m",
      "Each rank's part of the node pool: its send and receive buffers, its\n"
-     "handshake buffers and the memory it allocates through the md.",
+     "handshake buffers and the memory it allocates through the md. A\n"
+     "multiple of 4096 from 4k to 1t, at most the node's available memory\n"
+     "(MemAvailable) and, where a rank pins it, RLIMIT_MEMLOCK (ulimit -l).",
      ucs_offsetof(uct_ibshare_md_config_t, slice_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
@@ -85,7 +90,8 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 
     {"JOIN_TIMEOUT", "30s",
      "Longest wait for any step of joining the node group; then the rank\n"
-     "uses private resources (or fails with MODE=shared).",
+     "uses private resources (or fails with MODE=shared). Above 0, at most\n"
+     "1 hour.",
      ucs_offsetof(uct_ibshare_md_config_t, join_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -100,6 +106,94 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
     {NULL}
 };
 
+
+/* A memunits value as the user gave it: a negative one wraps around */
+static const char *uct_ibshare_md_size_str(size_t value, char *buf,
+                                           size_t max)
+{
+    if (value == UCS_MEMUNITS_AUTO) {
+        return "auto";
+    } else if (value == UCS_MEMUNITS_INF) {
+        return "inf";
+    } else if (value > SSIZE_MAX) {
+        ucs_snprintf_zero(buf, max, "-%zu", -value);
+    } else {
+        ucs_snprintf_zero(buf, max, "%zu", value);
+    }
+    return buf;
+}
+
+ucs_status_t uct_ibshare_md_config_check(const uct_ibshare_md_config_t *config,
+                                         const uct_ibshare_sys_mem_t *mem)
+{
+    size_t slice = config->slice_size;
+    size_t pool  = config->pool_size;
+    char value[32];
+
+    if ((slice < UCT_IBSHARE_POOL_ALIGN) ||
+        (slice > UCT_IBSHARE_SLICE_SIZE_MAX) ||
+        (slice % UCT_IBSHARE_POOL_ALIGN)) {
+        ucs_error("UCX_IBSHARE_SLICE_SIZE=%s is out of range (accepted: a "
+                  "multiple of %d from %d to %zu bytes, 1t)",
+                  uct_ibshare_md_size_str(slice, value, sizeof(value)),
+                  UCT_IBSHARE_POOL_ALIGN, UCT_IBSHARE_POOL_ALIGN,
+                  (size_t)UCT_IBSHARE_SLICE_SIZE_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Whole slices, as many as the descriptor can carry; the division
+     * comes first so a wrapped negative value cannot overflow */
+    if ((pool != UCS_MEMUNITS_AUTO) &&
+        ((pool < slice) || (pool % slice) ||
+         (pool / slice > UCT_IBSHARE_DESC_MAX_SLICES))) {
+        ucs_error("UCX_IBSHARE_POOL_SIZE=%s is out of range (accepted: auto, "
+                  "or a multiple of UCX_IBSHARE_SLICE_SIZE=%zu from 1 to %d "
+                  "slices, %zu bytes)",
+                  uct_ibshare_md_size_str(pool, value, sizeof(value)), slice,
+                  UCT_IBSHARE_DESC_MAX_SLICES,
+                  (size_t)UCT_IBSHARE_DESC_MAX_SLICES * slice);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!((config->join_timeout > 0) &&
+          (config->join_timeout <= UCT_IBSHARE_JOIN_TIMEOUT_MAX))) {
+        ucs_error("UCX_IBSHARE_JOIN_TIMEOUT=%gs is out of range (accepted: "
+                  "above 0, at most %.0fs)", config->join_timeout,
+                  UCT_IBSHARE_JOIN_TIMEOUT_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* Copied into fixed buffers: a longer value would be cut silently, and
+     * a cut key could join another job's group */
+    if (strlen(config->job_key) >=
+        ucs_field_sizeof(uct_ibshare_share_params_t, job_key)) {
+        ucs_error("UCX_IBSHARE_JOB_KEY has %zu characters (accepted: at most "
+                  "%zu)", strlen(config->job_key),
+                  ucs_field_sizeof(uct_ibshare_share_params_t, job_key) - 1);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->runtime_dir[0] == '\0') ||
+        (strlen(config->runtime_dir) >=
+         ucs_field_sizeof(uct_ibshare_share_params_t, runtime_dir))) {
+        ucs_error("UCX_IBSHARE_RUNTIME_DIR has %zu characters (accepted: 1 "
+                  "to %zu)", strlen(config->runtime_dir),
+                  ucs_field_sizeof(uct_ibshare_share_params_t, runtime_dir) -
+                  1);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    /* A rank fills its slice with its own buffers: one larger than the
+     * node's memory gets the process killed by the OOM killer as the slice
+     * is pinned. The pool and the pinning limit are checked where they are
+     * created and pinned, since they depend on the group's mode */
+    if (config->mode != UCT_IBSHARE_MODE_PRIVATE) {
+        return uct_ibshare_pool_check_memory("UCX_IBSHARE_SLICE_SIZE", slice,
+                                             "each rank's slice",
+                                             config->pool_huge, 0, mem);
+    }
+    return UCS_OK;
+}
 
 static ucs_status_t uct_ibshare_mr_reg(uct_ibshare_md_t *md, void *address,
                                        size_t length, unsigned flags,
@@ -509,7 +603,16 @@ ucs_status_t uct_ibshare_md_open(uct_component_t *component,
 {
     const uct_ibshare_md_config_t *config =
             ucs_derived_of(uct_md_config, uct_ibshare_md_config_t);
+    uct_ibshare_sys_mem_t mem;
     uct_ibshare_md_t *md;
+    ucs_status_t status;
+
+    /* Before any resource: the device is opened at first use */
+    uct_ibshare_sys_mem_get(&mem);
+    status = uct_ibshare_md_config_check(config, &mem);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     md = ucs_calloc(1, sizeof(*md), "ibshare md");
     if (md == NULL) {

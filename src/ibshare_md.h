@@ -16,6 +16,11 @@
 
 #define UCT_IBSHARE_COMPONENT_NAME "ibshare"
 
+/* The largest slice: 4096 of them still fit in 64-bit IOVAs with room */
+#define UCT_IBSHARE_SLICE_SIZE_MAX   UCS_TBYTE
+/* The longest join step; beyond it a stuck founder only looks like a hang */
+#define UCT_IBSHARE_JOIN_TIMEOUT_MAX 3600.0
+
 
 extern uct_component_t uct_ibshare_component;
 
@@ -107,6 +112,14 @@ typedef struct uct_ibshare_md {
  * verbs resources (iface open, registration) goes through here.
  */
 ucs_status_t uct_ibshare_md_resources(uct_ibshare_md_t *md);
+
+/*
+ * Refuse a bad value of the md's settings, naming the variable and the
+ * accepted range; mem: what the system offers (uct_ibshare_sys_mem_get).
+ * Needs no device: md open calls it before anything is created.
+ */
+ucs_status_t uct_ibshare_md_config_check(const uct_ibshare_md_config_t *config,
+                                         const uct_ibshare_sys_mem_t *mem);
 
 ucs_status_t uct_ibshare_md_open(uct_component_t *component,
                                  const char *md_name,

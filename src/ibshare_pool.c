@@ -11,16 +11,23 @@
 #include <ucs/debug/log_def.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 
 #define UCT_IBSHARE_POOL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+/* CAP_IPC_LOCK of linux/capability.h, without its conflicting types */
+#define UCT_IBSHARE_CAP_IPC_LOCK 14
 
 
 typedef struct uct_ibshare_extent {
@@ -30,6 +37,91 @@ typedef struct uct_ibshare_extent {
     int                       in_use;
 } uct_ibshare_extent_t;
 
+
+static size_t uct_ibshare_meminfo_bytes(const char *name)
+{
+    char line[256], format[64];
+    unsigned long value;
+    size_t result = SIZE_MAX;
+    FILE *file;
+
+    file = fopen("/proc/meminfo", "r");
+    if (file == NULL) {
+        ucs_debug("fopen(/proc/meminfo) failed: %m");
+        return SIZE_MAX;
+    }
+
+    ucs_snprintf_zero(format, sizeof(format), "%s: %%lu", name);
+    while (fgets(line, sizeof(line), file) != NULL) {
+        if (sscanf(line, format, &value) == 1) {
+            /* Counts of huge pages have no unit, sizes are in kB */
+            result = (strstr(line, "kB") != NULL) ? value * UCS_KBYTE : value;
+            break;
+        }
+    }
+    fclose(file);
+    return result;
+}
+
+void uct_ibshare_sys_mem_get(uct_ibshare_sys_mem_t *mem)
+{
+    size_t huge_pages, huge_size;
+    uint32_t caps;
+    struct rlimit limit;
+
+    mem->available = uct_ibshare_meminfo_bytes("MemAvailable");
+    huge_pages     = uct_ibshare_meminfo_bytes("HugePages_Free");
+    huge_size      = uct_ibshare_meminfo_bytes("Hugepagesize");
+    mem->huge_free = ((huge_pages == SIZE_MAX) || (huge_size == SIZE_MAX)) ?
+                     0 : huge_pages * huge_size;
+
+    /* The kernel pins past the limit for a holder of CAP_IPC_LOCK */
+    if ((ucs_sys_get_proc_cap(&caps) == UCS_OK) &&
+        (caps & UCS_BIT(UCT_IBSHARE_CAP_IPC_LOCK))) {
+        mem->memlock = SIZE_MAX;
+    } else if (getrlimit(RLIMIT_MEMLOCK, &limit) != 0) {
+        ucs_debug("getrlimit(RLIMIT_MEMLOCK) failed: %m");
+        mem->memlock = SIZE_MAX;
+    } else {
+        mem->memlock = (limit.rlim_cur == RLIM_INFINITY) ? SIZE_MAX :
+                       limit.rlim_cur;
+    }
+}
+
+ucs_status_t uct_ibshare_pool_check_memory(const char *var, size_t size,
+                                           const char *what,
+                                           ucs_ternary_auto_value_t huge,
+                                           int pinned,
+                                           const uct_ibshare_sys_mem_t *mem)
+{
+    char asked[16], avail[16], limit[16];
+    size_t room;
+
+    room = mem->available;
+    if ((huge != UCS_NO) && (room != SIZE_MAX)) {
+        room = ucs_max(room, mem->huge_free);
+    }
+
+    ucs_memunits_to_str(size, asked, sizeof(asked));
+    if (size > room) {
+        ucs_memunits_to_str(room, avail, sizeof(avail));
+        ucs_error("%s=%s: %s would take %zu bytes, more than the %zu bytes "
+                  "(%s) of MemAvailable%s in /proc/meminfo; accepted: at most "
+                  "%s", var, asked, what, size, room, avail,
+                  (huge != UCS_NO) ? " or free huge pages" : "", avail);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    if (pinned && (size > mem->memlock)) {
+        ucs_memunits_to_str(mem->memlock, limit, sizeof(limit));
+        ucs_error("%s=%s: %s would pin %zu bytes, more than RLIMIT_MEMLOCK "
+                  "(ulimit -l) allows, %zu bytes (%s), without CAP_IPC_LOCK; "
+                  "accepted: at most %s, or raise the limit", var, asked,
+                  what, size, mem->memlock, limit, limit);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    return UCS_OK;
+}
 
 static ucs_status_t uct_ibshare_pool_try_create(const char *name, size_t size,
                                                 unsigned flags, int *fd_p)

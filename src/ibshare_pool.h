@@ -19,6 +19,32 @@
 #define UCT_IBSHARE_POOL_ALIGN  4096
 
 
+/* What the system lets the pool and a slice take, read before either is
+ * created or pinned */
+typedef struct uct_ibshare_sys_mem {
+    size_t                    available;    /* MemAvailable; SIZE_MAX: not
+                                               known */
+    size_t                    huge_free;    /* free huge pages, in bytes */
+    size_t                    memlock;      /* what a process may pin;
+                                               SIZE_MAX: no limit */
+} uct_ibshare_sys_mem_t;
+
+/* From /proc/meminfo, RLIMIT_MEMLOCK and CAP_IPC_LOCK (which lifts it) */
+void uct_ibshare_sys_mem_get(uct_ibshare_sys_mem_t *mem);
+
+/*
+ * Refuse size bytes (the value of the variable var, what says for what) when
+ * they exceed the available memory (and free huge pages when huge is not
+ * UCS_NO), or, when pinned, the memlock limit. The message names var and
+ * the figures.
+ */
+ucs_status_t uct_ibshare_pool_check_memory(const char *var, size_t size,
+                                           const char *what,
+                                           ucs_ternary_auto_value_t huge,
+                                           int pinned,
+                                           const uct_ibshare_sys_mem_t *mem);
+
+
 /*
  * Create the pool file: size bytes, sealed against shrinking and growing, so
  * every mapping and registration covers the whole file. The seals do not

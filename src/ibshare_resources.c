@@ -189,6 +189,8 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
     uct_ibshare_resources_t *res               = found->res;
     const uct_ibshare_share_params_t *params   = found->params;
     char reason[UCT_IBSHARE_IMPORT_REASON_MAX];
+    uct_ibshare_sys_mem_t mem;
+    char what[96];
     ucs_status_t status;
 
     status = uct_ibshare_resources_open_own(res);
@@ -222,7 +224,26 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
         }
     }
 
+    /* The pool is pinned whole in shared mode; either way its pages are
+     * the node's once its slices are used */
     res->pool_size = uct_ibshare_pool_size(params);
+    if (params->pool_size == UCS_MEMUNITS_AUTO) {
+        ucs_snprintf_zero(what, sizeof(what), "the node pool (auto: %zu "
+                          "slices of UCX_IBSHARE_SLICE_SIZE)",
+                          res->pool_size / params->slice_size);
+    } else {
+        ucs_snprintf_zero(what, sizeof(what), "the node pool");
+    }
+    uct_ibshare_sys_mem_get(&mem);
+    status = uct_ibshare_pool_check_memory("UCX_IBSHARE_POOL_SIZE",
+                                           res->pool_size, what,
+                                           params->pool_huge,
+                                           res->mode ==
+                                           UCT_IBSHARE_GROUP_SHARED, &mem);
+    if (status != UCS_OK) {
+        return status;
+    }
+
     status = uct_ibshare_pool_create("ucx-ibshare-pool", res->pool_size,
                                      params->pool_huge, &res->pool_fd);
     if (status != UCS_OK) {
@@ -363,12 +384,23 @@ static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
 {
     size_t offset = (size_t)desc->slice * desc->slice_size;
     void *address = UCS_PTR_BYTE_OFFSET(res->pool_address, offset);
+    uct_ibshare_sys_mem_t mem;
     ucs_status_t status;
 
     if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
         res->keys_address = res->pool_address;
         res->keys_length  = res->pool_size;
     } else {
+        /* The founder's slice size, which may not be this rank's */
+        uct_ibshare_sys_mem_get(&mem);
+        status = uct_ibshare_pool_check_memory("UCX_IBSHARE_SLICE_SIZE",
+                                               desc->slice_size,
+                                               "this rank's slice",
+                                               UCS_TRY, 1, &mem);
+        if (status != UCS_OK) {
+            return status;
+        }
+
         res->pool_mr = uct_ibshare_resources_reg_mr(res, address,
                                                     desc->slice_size,
                                                     res->pool_iova + offset);
@@ -505,7 +537,7 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
                  "bytes); this rank uses private resources (see "
                  "UCX_IBSHARE_POOL_SIZE)", res->dev_name,
                  member.desc.num_slices, (size_t)member.desc.slice_size);
-        status = UCS_ERR_EXCEEDS_LIMIT;
+        status = UCS_ERR_NO_ELEM; /* warned already */
         goto err_leave;
     }
 
@@ -532,24 +564,13 @@ uct_ibshare_resources_open(uct_ibshare_resources_t *res,
         return uct_ibshare_resources_open_private(res);
     }
 
-    if ((params->slice_size == 0) ||
-        (params->slice_size % UCT_IBSHARE_POOL_ALIGN) ||
-        ((params->pool_size != UCS_MEMUNITS_AUTO) &&
-         ((params->pool_size == 0) ||
-          (params->pool_size % params->slice_size)))) {
-        ucs_error("%s: UCX_IBSHARE_SLICE_SIZE (%zu) must be a nonzero "
-                  "multiple of %d and UCX_IBSHARE_POOL_SIZE a nonzero "
-                  "multiple of the slice size", res->dev_name,
-                  params->slice_size, UCT_IBSHARE_POOL_ALIGN);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
+    /* The settings' ranges were checked at md open */
     status = uct_ibshare_resources_join(res, params);
     if ((status == UCS_OK) || (params->mode == UCT_IBSHARE_MODE_SHARED)) {
         return status;
     }
 
-    if (status != UCS_ERR_EXCEEDS_LIMIT) {
+    if (status != UCS_ERR_NO_ELEM) {
         ucs_warn("%s: could not join the node group (%s); this rank uses "
                  "private resources", res->dev_name,
                  ucs_status_string(status));

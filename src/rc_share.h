@@ -48,7 +48,7 @@ typedef struct uct_rc_share_iface_config {
     unsigned                  tx_cq_len;
     unsigned                  tx_cq_moderation; /* unsignaled WRs in a row */
     unsigned                  rx_queue_len; /* SRQ receive buffers */
-    unsigned                  max_inline;
+    size_t                    max_inline;   /* memunits: a size_t */
     uct_iface_mpool_config_t  tx_mp;
     uct_iface_mpool_config_t  rx_mp;
     double                    timeout;      /* RC ack timeout */
@@ -368,6 +368,14 @@ ucs_status_t uct_rc_share_query_tl_devices(uct_md_h md,
                                            unsigned *num_devices_p);
 
 extern ucs_config_field_t uct_rc_share_iface_config_table[];
+
+/*
+ * Refuse a bad value of the iface's settings, naming the variable and the
+ * accepted range. Needs no device: iface open calls it before the md's
+ * resources are acquired (the bounds a device sets are checked later).
+ */
+ucs_status_t
+uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config);
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_rc_share_iface_t, uct_iface_t, uct_md_h,
                            uct_worker_h, const uct_iface_params_t*,

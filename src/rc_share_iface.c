@@ -21,6 +21,18 @@
 #define UCT_RC_SHARE_RX_BATCH      16
 #define UCT_RC_SHARE_POLL_BATCH    16
 
+/* Bounds of the settings that need no device to check */
+#define UCT_RC_SHARE_SEG_SIZE_MIN     64
+#define UCT_RC_SHARE_SEG_SIZE_MAX     UCS_GBYTE
+#define UCT_RC_SHARE_QUEUE_LEN_MAX    65536
+#define UCT_RC_SHARE_CQ_LEN_MAX       4194304
+#define UCT_RC_SHARE_MAX_INLINE_MAX   4096
+/* IB's longest ACK timeout, 4.096 us * 2^31, and RNR timer, 655.36 ms */
+#define UCT_RC_SHARE_TIMEOUT_MAX      8796.0
+#define UCT_RC_SHARE_RNR_TIMEOUT_MAX  0.65536
+/* The handshake's and the check's: longer only looks like a hang */
+#define UCT_RC_SHARE_CONN_TIME_MAX    3600.0
+
 
 ucs_config_field_t uct_rc_share_iface_config_table[] = {
     {"", "", NULL,
@@ -31,24 +43,26 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "Port GID table index used for RoCE traffic. \"auto\" takes the first\n"
      "RoCE v2 GID with an IPv4 address, then RoCE v2 IPv6, then RoCE v1, then\n"
      "any valid entry (index 0 for soft-RoCE on a link without an IP address).\n"
-     "Ignored on InfiniBand ports.",
+     "Ignored on InfiniBand ports. auto, or 0 to 255 below the port's GID\n"
+     "table length.",
      ucs_offsetof(uct_rc_share_iface_config_t, gid_index),
      UCS_CONFIG_TYPE_ULUNITS},
 
     {"SEG_SIZE", "8256",
      "Size of a send or receive bounce buffer: the largest active message\n"
-     "and the largest buffered put or get.",
+     "and the largest buffered put or get. 64 to 1g, at most the port's\n"
+     "largest message.",
      ucs_offsetof(uct_rc_share_iface_config_t, seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_QUEUE_LEN", "256",
-     "Send work requests per endpoint (RC QP send queue length).",
+     "Send work requests per endpoint (RC QP send queue length): 1 to 65536.",
      ucs_offsetof(uct_rc_share_iface_config_t, tx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
     {"TX_CQ_LEN", "4096",
      "Send completion queue length, shared by the endpoints of an iface:\n"
-     "the most send operations in flight on the iface.",
+     "the most send operations in flight on the iface. 1 to 4194304.",
      ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_len),
      UCS_CONFIG_TYPE_UINT},
 
@@ -56,7 +70,8 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "Most send work requests an endpoint posts in a row without asking for\n"
      "a completion (0: every one asks). A request whose completion the user\n"
      "waits for always asks; the completion of one request reports those\n"
-     "before it. At most a quarter of TX_QUEUE_LEN and of TX_CQ_LEN.",
+     "before it. 0 to 65536, lowered to a quarter of TX_QUEUE_LEN and of\n"
+     "TX_CQ_LEN.",
      ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_moderation),
      UCS_CONFIG_TYPE_UINT},
 
@@ -64,25 +79,28 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "Receive buffers in the shared receive queue of an iface. They come from\n"
      "the rank's slice of the node pool (UCX_IBSHARE_SLICE_SIZE), like the\n"
      "send buffers (TX_MAX_BUFS), and a process may have two ifaces (Open\n"
-     "MPI's pml and osc).",
+     "MPI's pml and osc). 16 to 65536.",
      ucs_offsetof(uct_rc_share_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
     {"MAX_INLINE", "128",
      "Largest send whose data is copied into the work request (short\n"
-     "active messages and puts). The device may lower it.",
+     "active messages and puts): 0 to 4096. The device may lower it.",
      ucs_offsetof(uct_rc_share_iface_config_t, max_inline),
      UCS_CONFIG_TYPE_MEMUNITS},
 
     UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("TX_", 256, 64, "send",
-            ucs_offsetof(uct_rc_share_iface_config_t, tx_mp), ""),
+            ucs_offsetof(uct_rc_share_iface_config_t, tx_mp),
+            "\nOtherwise 1 or more; TX_BUFS_GROW 0 to 65536."),
 
     UCT_IBSHARE_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 0, "receive",
-            ucs_offsetof(uct_rc_share_iface_config_t, rx_mp), ""),
+            ucs_offsetof(uct_rc_share_iface_config_t, rx_mp),
+            "\nOtherwise 1 or more; RX_BUFS_GROW 0 to 65536."),
 
     {"TIMEOUT", "1.0s",
      "Transport retry timeout of RC QPs (local ACK timeout); with\n"
-     "RETRY_COUNT it bounds how long a dead peer goes unnoticed.",
+     "RETRY_COUNT it bounds how long a dead peer goes unnoticed. Above 0, at\n"
+     "most 8796s (IB's longest).",
      ucs_offsetof(uct_rc_share_iface_config_t, timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -95,7 +113,7 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
 
     {"RNR_TIMEOUT", "30ms",
      "Delay before a send to a receiver with no free receive buffer is\n"
-     "retried.",
+     "retried. Above 0, at most 655.36ms (IB's longest).",
      ucs_offsetof(uct_rc_share_iface_config_t, rnr_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -112,13 +130,15 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      UCS_CONFIG_TYPE_ULUNITS},
 
     {"MAX_RD_ATOMIC", "4",
-     "RDMA reads and atomics in flight per endpoint, in each direction.",
+     "RDMA reads and atomics in flight per endpoint, in each direction: 1 to\n"
+     "16.",
      ucs_offsetof(uct_rc_share_iface_config_t, max_rd_atomic),
      UCS_CONFIG_TYPE_UINT},
 
     {"CONN_TIMEOUT", "30s",
      "How long an endpoint waits for the target iface to answer its\n"
-     "connection request before it fails with a timeout.",
+     "connection request before it fails with a timeout. Above 0, at most 1\n"
+     "hour.",
      ucs_offsetof(uct_rc_share_iface_config_t, conn_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -149,7 +169,8 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
 
     {"CONN_RETRY", "100ms",
      "Interval at which an unanswered connection request is sent again\n"
-     "(the handshake runs over unreliable datagrams).",
+     "(the handshake runs over unreliable datagrams). Above 0, at most 1\n"
+     "hour.",
      ucs_offsetof(uct_rc_share_iface_config_t, conn_retry),
      UCS_CONFIG_TYPE_TIME},
 
@@ -163,7 +184,7 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "go on acknowledging RDMA. A dead peer is reported within\n"
      "UCX_KEEPALIVE_INTERVAL + CHECK_TIMEOUT; a live one answers within\n"
      "milliseconds, and 10 s leaves room for a loaded node or an emulated\n"
-     "(TCG) guest.",
+     "(TCG) guest. Above 0, at most 1 hour.",
      ucs_offsetof(uct_rc_share_iface_config_t, check_timeout),
      UCS_CONFIG_TYPE_TIME},
 
@@ -835,42 +856,148 @@ static ucs_status_t uct_rc_share_iface_create_queues(
     return UCS_OK;
 }
 
-static ucs_status_t uct_rc_share_iface_check_config(
-        const uct_rc_share_iface_t *iface,
-        const uct_rc_share_iface_config_t *config)
+/* A number as the user gave it: a negative one wraps around */
+static const char *uct_rc_share_ulong_str(unsigned long value,
+                                          unsigned long wrap, char *buf,
+                                          size_t max)
 {
-    const char *bad = NULL;
+    if (value == UCS_ULUNITS_AUTO) {
+        return "auto";
+    } else if (value > wrap / 2) {
+        ucs_snprintf_zero(buf, max, "-%lu", wrap - value + 1);
+    } else {
+        ucs_snprintf_zero(buf, max, "%lu", value);
+    }
+    return buf;
+}
 
-    if (config->retry_count > 6) {
-        bad = "UCX_RC_SHARE_RETRY_COUNT must be at most 6 (rxe retries "
-              "forever at 7)";
-    } else if ((config->rnr_retry_count != UCS_ULUNITS_AUTO) &&
-               (config->rnr_retry_count > 7)) {
-        bad = "UCX_RC_SHARE_RNR_RETRY_COUNT must be between 0 and 7";
-    } else if ((config->tx_queue_len == 0) || (config->tx_cq_len == 0) ||
-               (config->rx_queue_len < UCT_RC_SHARE_RX_BATCH)) {
-        bad = "queue lengths must be positive, RX_QUEUE_LEN at least 16";
-    } else if ((config->seg_size < 64) ||
-               (config->seg_size > iface->port_attr.max_msg_sz)) {
-        bad = "UCX_RC_SHARE_SEG_SIZE is out of range";
-    } else if ((config->max_rd_atomic == 0) || (config->max_rd_atomic > 16)) {
-        bad = "UCX_RC_SHARE_MAX_RD_ATOMIC must be between 1 and 16";
-    } else if ((config->conn_timeout <= 0) || (config->conn_retry <= 0) ||
-               (config->check_timeout <= 0)) {
-        bad = "UCX_RC_SHARE_CONN_TIMEOUT, CONN_RETRY and CHECK_TIMEOUT must "
-              "be positive";
-    } else if ((config->fc_wnd_size == 0) ||
-               (config->fc_wnd_size > INT16_MAX)) {
-        bad = "UCX_RC_SHARE_FC_WND_SIZE must be between 1 and 32767";
-    } else if (!((config->fc_hard_thresh > 0) &&
-                 (config->fc_hard_thresh < config->fc_soft_thresh) &&
-                 (config->fc_soft_thresh < 1))) {
-        bad = "UCX_RC_SHARE_FC_HARD_THRESH and FC_SOFT_THRESH must satisfy "
-              "0 < FC_HARD_THRESH < FC_SOFT_THRESH < 1";
+static int uct_rc_share_config_uint_ok(const char *name, unsigned value,
+                                       unsigned min, unsigned max)
+{
+    char str[32];
+
+    if ((value >= min) && (value <= max)) {
+        return 1;
     }
 
-    if (bad != NULL) {
-        ucs_error("rc_share: %s", bad);
+    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %u to %u)",
+              name, uct_rc_share_ulong_str(value, UINT_MAX, str, sizeof(str)),
+              min, max);
+    return 0;
+}
+
+static int uct_rc_share_config_size_ok(const char *name, size_t value,
+                                       size_t min, size_t max)
+{
+    char str[32];
+
+    if ((value >= min) && (value <= max)) {
+        return 1;
+    }
+
+    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %zu to %zu)",
+              name, uct_rc_share_ulong_str(value, SIZE_MAX, str, sizeof(str)),
+              min, max);
+    return 0;
+}
+
+/* NaN fails both comparisons, and so is refused too */
+static int uct_rc_share_config_time_ok(const char *name, double value,
+                                       double max)
+{
+    if ((value > 0) && (value <= max)) {
+        return 1;
+    }
+
+    ucs_error("UCX_RC_SHARE_%s=%gs is out of range (accepted: above 0, at "
+              "most %gs)", name, value, max);
+    return 0;
+}
+
+static int uct_rc_share_config_mpool_ok(const char *prefix,
+                                        const uct_iface_mpool_config_t *mp)
+{
+    int max_bufs = (int)mp->max_bufs; /* an INT setting, -1: no limit */
+    char name[32];
+
+    if ((max_bufs == -1) || (max_bufs > 0)) {
+        ucs_snprintf_zero(name, sizeof(name), "%sBUFS_GROW", prefix);
+        return uct_rc_share_config_uint_ok(name, mp->bufs_grow, 0,
+                                           UCT_RC_SHARE_QUEUE_LEN_MAX);
+    }
+
+    ucs_error("UCX_RC_SHARE_%sMAX_BUFS=%d is out of range (accepted: -1 for "
+              "no limit, or 1 to %d)", prefix, max_bufs, INT_MAX);
+    return 0;
+}
+
+ucs_status_t
+uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
+{
+    char str[32];
+
+    if ((config->gid_index != UCS_ULUNITS_AUTO) &&
+        (config->gid_index > UINT8_MAX)) {
+        ucs_error("UCX_RC_SHARE_GID_INDEX=%s is out of range (accepted: auto, "
+                  "or 0 to %d, below the port's GID table length)",
+                  uct_rc_share_ulong_str(config->gid_index, ULONG_MAX, str,
+                                         sizeof(str)), UINT8_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if ((config->rnr_retry_count != UCS_ULUNITS_AUTO) &&
+        (config->rnr_retry_count > 7)) {
+        ucs_error("UCX_RC_SHARE_RNR_RETRY_COUNT=%s is out of range (accepted: "
+                  "auto, or 0 to 7)",
+                  uct_rc_share_ulong_str(config->rnr_retry_count, ULONG_MAX,
+                                         str, sizeof(str)));
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!uct_rc_share_config_size_ok("SEG_SIZE", config->seg_size,
+                                     UCT_RC_SHARE_SEG_SIZE_MIN,
+                                     UCT_RC_SHARE_SEG_SIZE_MAX) ||
+        !uct_rc_share_config_uint_ok("TX_QUEUE_LEN", config->tx_queue_len, 1,
+                                     UCT_RC_SHARE_QUEUE_LEN_MAX) ||
+        !uct_rc_share_config_uint_ok("TX_CQ_LEN", config->tx_cq_len, 1,
+                                     UCT_RC_SHARE_CQ_LEN_MAX) ||
+        !uct_rc_share_config_uint_ok("TX_CQ_MODERATION",
+                                     config->tx_cq_moderation, 0,
+                                     UCT_RC_SHARE_QUEUE_LEN_MAX) ||
+        !uct_rc_share_config_uint_ok("RX_QUEUE_LEN", config->rx_queue_len,
+                                     UCT_RC_SHARE_RX_BATCH,
+                                     UCT_RC_SHARE_QUEUE_LEN_MAX) ||
+        !uct_rc_share_config_size_ok("MAX_INLINE", config->max_inline, 0,
+                                     UCT_RC_SHARE_MAX_INLINE_MAX) ||
+        !uct_rc_share_config_mpool_ok("TX_", &config->tx_mp) ||
+        !uct_rc_share_config_mpool_ok("RX_", &config->rx_mp) ||
+        !uct_rc_share_config_time_ok("TIMEOUT", config->timeout,
+                                     UCT_RC_SHARE_TIMEOUT_MAX) ||
+        /* rxe takes a retry count of 7 as "retry forever" */
+        !uct_rc_share_config_uint_ok("RETRY_COUNT", config->retry_count, 0,
+                                     6) ||
+        !uct_rc_share_config_time_ok("RNR_TIMEOUT", config->rnr_timeout,
+                                     UCT_RC_SHARE_RNR_TIMEOUT_MAX) ||
+        !uct_rc_share_config_uint_ok("MAX_RD_ATOMIC", config->max_rd_atomic,
+                                     1, 16) ||
+        !uct_rc_share_config_time_ok("CONN_TIMEOUT", config->conn_timeout,
+                                     UCT_RC_SHARE_CONN_TIME_MAX) ||
+        !uct_rc_share_config_time_ok("CONN_RETRY", config->conn_retry,
+                                     UCT_RC_SHARE_CONN_TIME_MAX) ||
+        !uct_rc_share_config_time_ok("CHECK_TIMEOUT", config->check_timeout,
+                                     UCT_RC_SHARE_CONN_TIME_MAX) ||
+        !uct_rc_share_config_uint_ok("FC_WND_SIZE", config->fc_wnd_size, 1,
+                                     INT16_MAX)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    if (!((config->fc_hard_thresh > 0) &&
+          (config->fc_hard_thresh < config->fc_soft_thresh) &&
+          (config->fc_soft_thresh < 1))) {
+        ucs_error("UCX_RC_SHARE_FC_HARD_THRESH=%g and UCX_RC_SHARE_FC_SOFT_"
+                  "THRESH=%g are out of range (accepted: 0 < FC_HARD_THRESH "
+                  "< FC_SOFT_THRESH < 1)", config->fc_hard_thresh,
+                  config->fc_soft_thresh);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -882,11 +1009,14 @@ static ucs_status_t uct_rc_share_iface_init_config(
 {
     size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
                                                RX_HEADROOM, 0);
-    ucs_status_t status;
 
-    status = uct_rc_share_iface_check_config(iface, config);
-    if (status != UCS_OK) {
-        return status;
+    /* The one bound that comes from the device */
+    if (config->seg_size > iface->port_attr.max_msg_sz) {
+        ucs_error("%s:%d: UCX_RC_SHARE_SEG_SIZE=%zu is out of range "
+                  "(accepted: %d to %u, the port's largest message)",
+                  iface->md->dev_name, iface->port_num, config->seg_size,
+                  UCT_RC_SHARE_SEG_SIZE_MIN, iface->port_attr.max_msg_sz);
+        return UCS_ERR_INVALID_PARAM;
     }
 
     iface->config.seg_size           = config->seg_size;
@@ -1049,6 +1179,11 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->conn.passive);
     ucs_list_head_init(&self->conn.retired_ahs);
     ucs_arbiter_init(&self->arbiter);
+
+    status = uct_rc_share_iface_config_check(config);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     status = uct_ibshare_device_parse_port(params->mode.device.dev_name,
                                            md->dev_name, &self->port_num);

@@ -175,7 +175,7 @@ check "one member warned that no slice was free ($warned)" test "$warned" -eq 1
 cat "$tmpdir/bad/member.0"
 check "a pool size that is not a multiple of the slice size is refused" \
       sh -c "test \"\$(cat '$tmpdir/bad/rc')\" -eq 1 &&
-             grep -q 'UCX_IBSHARE_POOL_SIZE a nonzero multiple' '$tmpdir/bad/member.0' &&
+             grep -q 'UCX_IBSHARE_POOL_SIZE=25165824 is out of range (accepted: auto, or a multiple of UCX_IBSHARE_SLICE_SIZE' '$tmpdir/bad/member.0' &&
              ! grep -qE 'Segmentation|backtrace' '$tmpdir/bad/member.0'"
 
 grep -v '^ok:' "$tmpdir/vg/member.0" | grep -v "^\[" | head -20

@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,228 @@ static void test_iface_config_gid_index(void **state)
                                "first"), UCS_OK);
 }
 
+/* ------------------------------------------------ refused values */
+
+static char logged[4096];
+
+/* Keeps what UCX logs at error level, as UCX's gtest does */
+static ucs_log_func_rc_t
+log_capture(const char *file, unsigned line, const char *function,
+            ucs_log_level_t level,
+            const ucs_log_component_config_t *comp_conf, const char *message,
+            va_list ap)
+{
+    size_t used = strlen(logged);
+
+    if (level <= UCS_LOG_LEVEL_ERROR) {
+        vsnprintf(logged + used, sizeof(logged) - used, message, ap);
+        ucs_strncpy_zero(logged + strlen(logged), "\n",
+                         sizeof(logged) - strlen(logged));
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+static void assert_logged(const char *what)
+{
+    if (strstr(logged, what) == NULL) {
+        fail_msg("\"%s\" is not in the message \"%s\"", what, logged);
+    }
+}
+
+/* No memory limit: only the ranges decide */
+static const uct_ibshare_sys_mem_t unlimited = {SIZE_MAX, 0, SIZE_MAX};
+
+typedef struct {
+    const char *var;      /* after UCX_IBSHARE_ or UCX_RC_SHARE_ */
+    const char *value;
+    const char *range;    /* a part of the accepted range, as logged */
+} bad_value_t;
+
+/* Parse VAR=VALUE (the rest at its defaults), check the table, and expect
+ * a refusal that names the variable and its range */
+static void check_refused(ucs_config_field_t *table, const char *prefix,
+                          const bad_value_t *bad, void *config,
+                          ucs_status_t (*check)(const void *config))
+{
+    char var[64];
+
+    ucs_snprintf_zero(var, sizeof(var), "UCX_%s%s", prefix, bad->var);
+    print_message("%s=%.40s\n", var, bad->value);
+    assert_int_equal(parse(config, table, prefix, var, bad->value), UCS_OK);
+
+    logged[0] = '\0';
+    ucs_log_push_handler(log_capture);
+    assert_int_equal(check(config), UCS_ERR_INVALID_PARAM);
+    ucs_log_pop_handler();
+    print_message("  %s", logged);
+
+    assert_logged(var);
+    assert_logged("accepted");
+    assert_logged(bad->range);
+    ucs_config_parser_release_opts(config, table);
+}
+
+static ucs_status_t md_check(const void *config)
+{
+    return uct_ibshare_md_config_check(config, &unlimited);
+}
+
+static ucs_status_t iface_check(const void *config)
+{
+    return uct_rc_share_iface_config_check(config);
+}
+
+static void test_md_config_refused(void **state)
+{
+    static char long_key[200], long_dir[300];
+    const bad_value_t cases[] = {
+        {"SLICE_SIZE",   "-11m",   "a multiple of 4096 from 4096"},
+        {"SLICE_SIZE",   "0",      "a multiple of 4096 from 4096"},
+        {"SLICE_SIZE",   "10000",  "a multiple of 4096 from 4096"},
+        {"SLICE_SIZE",   "2t",     "1t"},
+        {"SLICE_SIZE",   "inf",    "1t"},
+        /* 4097 slices of the default 11m */
+        {"POOL_SIZE",    "45067m", "from 1 to 4096 slices"},
+        {"POOL_SIZE",    "5m",     "from 1 to 4096 slices"},
+        {"POOL_SIZE",    "15m",    "a multiple of UCX_IBSHARE_SLICE_SIZE"},
+        {"POOL_SIZE",    "-11m",   "from 1 to 4096 slices"},
+        {"POOL_SIZE",    "0",      "from 1 to 4096 slices"},
+        {"JOIN_TIMEOUT", "0",      "above 0, at most 3600s"},
+        {"JOIN_TIMEOUT", "-1s",    "above 0, at most 3600s"},
+        {"JOIN_TIMEOUT", "7200s",  "above 0, at most 3600s"},
+        {"JOB_KEY",      long_key, "at most 127"},
+        {"RUNTIME_DIR",  "",       "1 to 255"},
+        {"RUNTIME_DIR",  long_dir, "1 to 255"},
+    };
+    uct_ibshare_md_config_t config;
+    size_t i;
+
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    memset(long_dir, 'd', sizeof(long_dir) - 1);
+    long_dir[0] = '/';
+
+    for (i = 0; i < ucs_static_array_size(cases); ++i) {
+        memset(&config, 0, sizeof(config));
+        check_refused(uct_ibshare_md_config_table, "IBSHARE_", &cases[i],
+                      &config, md_check);
+    }
+
+    /* The defaults, and the system's own figures, pass */
+    assert_int_equal(parse(&config, uct_ibshare_md_config_table, "IBSHARE_",
+                           "UCX_IBSHARE_SLICE_SIZE", NULL), UCS_OK);
+    assert_int_equal(md_check(&config), UCS_OK);
+    ucs_config_parser_release_opts(&config, uct_ibshare_md_config_table);
+}
+
+static void test_md_config_memory(void **state)
+{
+    uct_ibshare_sys_mem_t mem = {3 * UCS_GBYTE, 0, SIZE_MAX};
+    uct_ibshare_md_config_t config;
+
+    /* A slice larger than the node's memory: refused at md open, long
+     * before it is pinned (it got the process OOM-killed) */
+    assert_int_equal(parse(&config, uct_ibshare_md_config_table, "IBSHARE_",
+                           "UCX_IBSHARE_SLICE_SIZE", "8g"), UCS_OK);
+    logged[0] = '\0';
+    ucs_log_push_handler(log_capture);
+    assert_int_equal(uct_ibshare_md_config_check(&config, &mem),
+                     UCS_ERR_NO_MEMORY);
+    ucs_log_pop_handler();
+    print_message("  %s", logged);
+    assert_logged("UCX_IBSHARE_SLICE_SIZE");
+    assert_logged("8589934592");   /* asked */
+    assert_logged("3221225472");   /* available */
+    assert_logged("MemAvailable");
+    assert_logged("at most");
+
+    /* A private rank has no slice: the memory is not asked for */
+    config.mode = UCT_IBSHARE_MODE_PRIVATE;
+    assert_int_equal(uct_ibshare_md_config_check(&config, &mem), UCS_OK);
+    ucs_config_parser_release_opts(&config, uct_ibshare_md_config_table);
+
+    /* Huge pages count when the pool may use them */
+    mem.huge_free = 16 * UCS_GBYTE;
+    assert_int_equal(uct_ibshare_pool_check_memory("UCX_IBSHARE_POOL_SIZE",
+                                                   8 * UCS_GBYTE, "the pool",
+                                                   UCS_TRY, 0, &mem), UCS_OK);
+
+    /* Pinned beyond RLIMIT_MEMLOCK: refused with the limit */
+    mem.memlock = 64 * UCS_MBYTE;
+    logged[0]   = '\0';
+    ucs_log_push_handler(log_capture);
+    assert_int_equal(uct_ibshare_pool_check_memory("UCX_IBSHARE_POOL_SIZE",
+                                                   256 * UCS_MBYTE,
+                                                   "the node pool", UCS_NO,
+                                                   1, &mem),
+                     UCS_ERR_EXCEEDS_LIMIT);
+    ucs_log_pop_handler();
+    print_message("  %s", logged);
+    assert_logged("UCX_IBSHARE_POOL_SIZE");
+    assert_logged("268435456");    /* asked */
+    assert_logged("67108864");     /* the limit */
+    assert_logged("RLIMIT_MEMLOCK");
+
+    /* Not pinned (fallback mode pins slices only): the limit does not
+     * apply, nor without a limit (unlimited, or CAP_IPC_LOCK) */
+    assert_int_equal(uct_ibshare_pool_check_memory("UCX_IBSHARE_POOL_SIZE",
+                                                   256 * UCS_MBYTE, "the pool",
+                                                   UCS_NO, 0, &mem), UCS_OK);
+    mem.memlock = SIZE_MAX;
+    assert_int_equal(uct_ibshare_pool_check_memory("UCX_IBSHARE_POOL_SIZE",
+                                                   256 * UCS_MBYTE, "the pool",
+                                                   UCS_NO, 1, &mem), UCS_OK);
+}
+
+static void test_iface_config_refused(void **state)
+{
+    static const bad_value_t cases[] = {
+        {"GID_INDEX",        "256",   "or 0 to 255"},
+        {"SEG_SIZE",         "32",    "64 to 1073741824"},
+        {"SEG_SIZE",         "-1",    "64 to 1073741824"},
+        {"SEG_SIZE",         "2g",    "64 to 1073741824"},
+        {"TX_QUEUE_LEN",     "0",     "1 to 65536"},
+        {"TX_QUEUE_LEN",     "-1",    "1 to 65536"},
+        {"TX_CQ_LEN",        "0",     "1 to 4194304"},
+        {"TX_CQ_MODERATION", "100000", "0 to 65536"},
+        {"RX_QUEUE_LEN",     "8",     "16 to 65536"},
+        {"RX_QUEUE_LEN",     "1000000", "16 to 65536"},
+        {"MAX_INLINE",       "8k",    "0 to 4096"},
+        {"TX_MAX_BUFS",      "0",     "-1 for no limit"},
+        {"RX_MAX_BUFS",      "-5",    "-1 for no limit"},
+        {"TX_BUFS_GROW",     "100000", "0 to 65536"},
+        {"TIMEOUT",          "0",     "above 0, at most 8796s"},
+        {"TIMEOUT",          "-1s",   "above 0, at most 8796s"},
+        {"TIMEOUT",          "10000s", "above 0, at most 8796s"},
+        {"RETRY_COUNT",      "7",     "0 to 6"},
+        {"RNR_TIMEOUT",      "0",     "at most 0.65536s"},
+        {"RNR_TIMEOUT",      "1s",    "at most 0.65536s"},
+        {"RNR_RETRY_COUNT",  "8",     "auto, or 0 to 7"},
+        {"MAX_RD_ATOMIC",    "0",     "1 to 16"},
+        {"MAX_RD_ATOMIC",    "17",    "1 to 16"},
+        {"CONN_TIMEOUT",     "0",     "at most 3600s"},
+        {"CONN_TIMEOUT",     "7200s", "at most 3600s"},
+        {"CONN_RETRY",       "-1s",   "at most 3600s"},
+        {"CHECK_TIMEOUT",    "0",     "at most 3600s"},
+        {"FC_WND_SIZE",      "0",     "1 to 32767"},
+        {"FC_WND_SIZE",      "40000", "1 to 32767"},
+        {"FC_HARD_THRESH",   "0.6",   "0 < FC_HARD_THRESH < FC_SOFT_THRESH"},
+        {"FC_SOFT_THRESH",   "1.5",   "0 < FC_HARD_THRESH < FC_SOFT_THRESH"},
+    };
+    uct_rc_share_iface_config_t config;
+    size_t i;
+
+    for (i = 0; i < ucs_static_array_size(cases); ++i) {
+        memset(&config, 0, sizeof(config));
+        check_refused(uct_rc_share_iface_config_table, "RC_SHARE_", &cases[i],
+                      &config, iface_check);
+    }
+
+    assert_int_equal(parse(&config, uct_rc_share_iface_config_table,
+                           "RC_SHARE_", "UCX_RC_SHARE_TIMEOUT", NULL), UCS_OK);
+    assert_int_equal(iface_check(&config), UCS_OK);
+    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +358,9 @@ int main(void)
         cmocka_unit_test(test_component_registered),
         cmocka_unit_test(test_md_config_defaults_and_env),
         cmocka_unit_test(test_iface_config_gid_index),
+        cmocka_unit_test(test_md_config_refused),
+        cmocka_unit_test(test_md_config_memory),
+        cmocka_unit_test(test_iface_config_refused),
     };
 
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
