@@ -171,9 +171,7 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
                       const uct_ibshare_node_params_t *params)
 {
     uct_ibshare_node_conn_t *conn;
-    struct sockaddr_un addr;
     ucs_status_t status;
-    size_t length;
 
     node->dir_fd       = -1;
     node->lock_fd      = -1;
@@ -225,19 +223,6 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
                       node->name, UCT_IBSHARE_NODE_LOCK_SUFFIX);
     ucs_snprintf_zero(node->sock_name, sizeof(node->sock_name), "%s%s",
                       node->name, UCT_IBSHARE_NODE_SOCK_SUFFIX);
-
-    /* Before creating anything: the socket path must fit sun_path */
-    length = strlen(params->runtime_dir) +
-             strlen("/" UCT_IBSHARE_NODE_DIR_PREFIX "4294967295/") +
-             strlen(node->sock_name);
-    if (length >= sizeof(addr.sun_path)) {
-        ucs_error("runtime directory '%s' is too long for the node group's "
-                  "unix socket: its path would take up to %zu bytes, "
-                  "sun_path holds %zu; set UCX_IBSHARE_RUNTIME_DIR to a "
-                  "shorter directory", params->runtime_dir, length,
-                  sizeof(addr.sun_path) - 1);
-        return UCS_ERR_INVALID_PARAM;
-    }
 
     uct_ibshare_node_fork_lock();
     status = uct_ibshare_node_dir_open(params->runtime_dir, 1,

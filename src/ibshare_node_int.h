@@ -43,8 +43,6 @@
 #define UCT_IBSHARE_NODE_NAME_LEN       16    /* hex digits of the hash */
 #define UCT_IBSHARE_NODE_LOCK_SUFFIX    ".lock"
 #define UCT_IBSHARE_NODE_SOCK_SUFFIX    ".sock"
-#define UCT_IBSHARE_NODE_SUN_PATH \
-    sizeof(((struct sockaddr_un*)0)->sun_path)
 
 #define UCT_IBSHARE_STATE_MAGIC         0x74736269u  /* "ibst" */
 #define UCT_IBSHARE_STATE_VERSION       1
@@ -129,7 +127,7 @@ struct uct_ibshare_node {
     char                       lock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
     char                       sock_name[UCT_IBSHARE_NODE_NAME_LEN + 8];
     char                       lock_path[PATH_MAX];
-    char                       sock_path[UCT_IBSHARE_NODE_SUN_PATH];
+    char                       sock_path[PATH_MAX];
     char                       job_key[128];
     uct_ibshare_ident_t        ident;        /* the group we belong to */
     double                     timeout;

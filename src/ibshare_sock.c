@@ -115,20 +115,6 @@ static void uct_ibshare_sock_fd_limit_err(const char *path, pid_t pid,
     uct_ibshare_sock_err(err, err_max, "%s", msg);
 }
 
-ucs_status_t uct_ibshare_sock_check_path(const char *path)
-{
-    struct sockaddr_un addr;
-
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        ucs_error("unix socket path '%s' is %zu bytes long, but a socket "
-                  "path holds at most %zu: choose a shorter runtime "
-                  "directory (UCX_IBSHARE_RUNTIME_DIR)", path, strlen(path),
-                  sizeof(addr.sun_path) - 1);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    return UCS_OK;
-}
-
 /*
  * The address of name in the directory open as dir_fd. Linux has no bindat()
  * or connectat(): the directory's /proc/self/fd link stands for it, so a

@@ -21,8 +21,6 @@
 /* Milliseconds from now to deadline, for poll(): 0 once it has passed */
 int uct_ibshare_sock_ms_left(ucs_time_t deadline);
 
-/* Checks that path fits sockaddr_un's sun_path, with a clear error if not */
-ucs_status_t uct_ibshare_sock_check_path(const char *path);
 
 /*
  * Binds and listens at name (which must not exist) in the directory open as
