@@ -174,27 +174,39 @@ ucs_status_t uct_ibshare_device_query_ports(const char *dev_name,
     return UCS_OK;
 }
 
+/* The device named dev_name, in *devices_p (the caller frees the list), or
+ * NULL, logged */
+static struct ibv_device *
+uct_ibshare_device_lookup(const char *dev_name, struct ibv_device ***devices_p)
+{
+    struct ibv_device *device;
+
+    *devices_p = ibv_get_device_list(NULL);
+    if (*devices_p == NULL) {
+        ucs_error("ibv_get_device_list() failed: %m");
+        return NULL;
+    }
+
+    device = uct_ibshare_device_find(*devices_p, dev_name);
+    if (device == NULL) {
+        ucs_error("%s: no such verbs device", dev_name);
+    }
+    return device;
+}
+
 ucs_status_t uct_ibshare_device_guid(const char *dev_name, uint64_t *guid_p)
 {
     struct ibv_device **devices, *device;
-    ucs_status_t status = UCS_OK;
 
-    devices = ibv_get_device_list(NULL);
-    if (devices == NULL) {
-        ucs_error("ibv_get_device_list() failed: %m");
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    device = uct_ibshare_device_find(devices, dev_name);
-    if (device == NULL) {
-        ucs_error("%s: no such verbs device", dev_name);
-        status = UCS_ERR_NO_DEVICE;
-    } else {
+    device = uct_ibshare_device_lookup(dev_name, &devices);
+    if (device != NULL) {
         *guid_p = ibv_get_device_guid(device);
     }
 
-    ibv_free_device_list(devices);
-    return status;
+    if (devices != NULL) {
+        ibv_free_device_list(devices);
+    }
+    return (device != NULL) ? UCS_OK : UCS_ERR_NO_DEVICE;
 }
 
 ucs_status_t uct_ibshare_device_open(const char *dev_name,
@@ -203,23 +215,17 @@ ucs_status_t uct_ibshare_device_open(const char *dev_name,
     struct ibv_device **devices, *device;
     struct ibv_context *context = NULL;
 
-    devices = ibv_get_device_list(NULL);
-    if (devices == NULL) {
-        ucs_error("ibv_get_device_list() failed: %m");
-        return UCS_ERR_NO_DEVICE;
-    }
-
-    device = uct_ibshare_device_find(devices, dev_name);
-    if (device == NULL) {
-        ucs_error("%s: no such verbs device", dev_name);
-    } else {
+    device = uct_ibshare_device_lookup(dev_name, &devices);
+    if (device != NULL) {
         context = ibv_open_device(device);
         if (context == NULL) {
             ucs_error("ibv_open_device(%s) failed: %m", dev_name);
         }
     }
 
-    ibv_free_device_list(devices);
+    if (devices != NULL) {
+        ibv_free_device_list(devices);
+    }
     if (context == NULL) {
         return UCS_ERR_NO_DEVICE;
     }

@@ -507,21 +507,33 @@ void uct_ibshare_node_sweep(int dir_fd, const char *dir_path,
     uct_ibshare_node_sweep_dir(dir_fd, dir_path, keep, NULL, NULL);
 }
 
+/* For the readers of a user's groups (list, clean): 1 with the user's
+ * directory open, 0 if there is none yet, -EPERM if it is refused (logged) */
+static int uct_ibshare_node_dir_find(const char *runtime_dir, char *dir_path,
+                                     size_t max, int *dir_fd_p)
+{
+    ucs_status_t status;
+
+    status = uct_ibshare_node_dir_open(runtime_dir, 0, dir_path, max,
+                                       dir_fd_p);
+    if (status == UCS_ERR_NO_ELEM) {
+        return 0;
+    }
+    return (status == UCS_OK) ? 1 : -EPERM;
+}
+
 int uct_ibshare_node_clean(const char *runtime_dir,
                            void (*cb)(const char *dir_path, const char *name,
                                       void *arg),
                            void *arg)
 {
     char dir_path[PATH_MAX];
-    ucs_status_t status;
-    int dir_fd, count;
+    int dir_fd, count, ret;
 
-    status = uct_ibshare_node_dir_open(runtime_dir, 0, dir_path,
-                                       sizeof(dir_path), &dir_fd);
-    if (status == UCS_ERR_NO_ELEM) {
-        return 0;
-    } else if (status != UCS_OK) {
-        return -EPERM;
+    ret = uct_ibshare_node_dir_find(runtime_dir, dir_path, sizeof(dir_path),
+                                    &dir_fd);
+    if (ret <= 0) {
+        return ret;
     }
 
     count = uct_ibshare_node_sweep_dir(dir_fd, dir_path, NULL, cb, arg);
@@ -613,17 +625,14 @@ int uct_ibshare_node_list(const char *runtime_dir,
     uct_ibshare_node_group_info_t *info;
     char dir_path[PATH_MAX];
     struct dirent *entry;
-    ucs_status_t status;
-    int dir_fd, fd, count = 0;
+    int dir_fd, fd, ret, count = 0;
     struct stat st;
     DIR *dir;
 
-    status = uct_ibshare_node_dir_open(runtime_dir, 0, dir_path,
-                                       sizeof(dir_path), &dir_fd);
-    if (status == UCS_ERR_NO_ELEM) {
-        return 0;
-    } else if (status != UCS_OK) {
-        return -EPERM;
+    ret = uct_ibshare_node_dir_find(runtime_dir, dir_path, sizeof(dir_path),
+                                    &dir_fd);
+    if (ret <= 0) {
+        return ret;
     }
 
     dir = fdopendir(dir_fd);
