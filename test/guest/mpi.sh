@@ -43,7 +43,9 @@ run_mpi() {
 
 # run_mpi_sampled OUT NAME NP TLS [mpirun options]: run_mpi, with the
 # kernel's PDs and MRs (rdma res show) sampled while it runs: OUT/NAME.pd.*
-# and OUT/NAME.mr.* before, at the most PDs, and after
+# and OUT/NAME.mr.* before, at the most PDs, at the most pool and slice MRs
+# (of POOL_MRLEN and SLICE_MRLEN bytes: a PD comes before its MR, so the
+# two are sampled apart), and after
 run_mpi_sampled() {
     for what in pd mr; do
         rdma res show $what > "$1/$2.$what.before"
@@ -51,14 +53,20 @@ run_mpi_sampled() {
     done
     run_mpi "$@" &
     job=$!
-    most=$(grep -c . "$1/$2.pd.before")
+    most_pds=$(grep -c . "$1/$2.pd.before")
+    most_mrs=0
     while kill -0 "$job" 2>/dev/null; do
         rdma res show pd > "$1/$2.pd.now"
         n=$(grep -c . "$1/$2.pd.now")
-        if [ "$n" -gt "$most" ]; then
-            most=$n
+        if [ "$n" -gt "$most_pds" ]; then
+            most_pds=$n
             mv "$1/$2.pd.now" "$1/$2.pd.max"
-            rdma res show mr > "$1/$2.mr.max"
+        fi
+        rdma res show mr > "$1/$2.mr.now"
+        n=$(grep -cE " mrlen ($POOL_MRLEN|$SLICE_MRLEN) " "$1/$2.mr.now")
+        if [ "$n" -gt "$most_mrs" ]; then
+            most_mrs=$n
+            mv "$1/$2.mr.now" "$1/$2.mr.max"
         fi
         sleep 0.2
     done
@@ -67,6 +75,9 @@ run_mpi_sampled() {
         rdma res show $what > "$1/$2.$what.after"
     done
 }
+
+# The pool and slice of the np4_objects job, in bytes
+POOL_MRLEN=69206016 SLICE_MRLEN=11534336
 
 guest() {
     out=$1 tls=$2 sm_tls=$3 prog=$4
@@ -216,8 +227,8 @@ if [ "$tl" = rc_share ]; then
     obj=$tmpdir/np4_objects
     sed 's/^/    /' "$obj.pd.max" "$obj.mr.max"
     pds=$(($(grep -c . "$obj.pd.max") - $(grep -c . "$obj.pd.before")))
-    pool_mrs=$(grep -c ' mrlen 69206016 ' "$obj.mr.max")
-    slice_mrs=$(grep -c ' mrlen 11534336 ' "$obj.mr.max")
+    pool_mrs=$(grep -c " mrlen $POOL_MRLEN " "$obj.mr.max")
+    slice_mrs=$(grep -c " mrlen $SLICE_MRLEN " "$obj.mr.max")
     if [ "$mode" = shared ]; then
         check "$label: one PD for the node while it ran ($pds)" \
             test "$pds" -eq 1
