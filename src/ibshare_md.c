@@ -11,6 +11,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/type/class.h>
 
+#include <limits.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -107,18 +108,18 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 };
 
 
-/* A memunits value as the user gave it: a negative one wraps around */
-static const char *uct_ibshare_md_size_str(size_t value, char *buf,
-                                           size_t max)
+const char *uct_ibshare_config_value_str(unsigned long value,
+                                         unsigned long wrap, char *buf,
+                                         size_t max)
 {
-    if (value == UCS_MEMUNITS_AUTO) {
+    if ((wrap == ULONG_MAX) && (value == UCS_ULUNITS_AUTO)) {
         return "auto";
-    } else if (value == UCS_MEMUNITS_INF) {
+    } else if ((wrap == ULONG_MAX) && (value == UCS_ULUNITS_INF)) {
         return "inf";
-    } else if (value > SSIZE_MAX) {
-        ucs_snprintf_zero(buf, max, "-%zu", -value);
+    } else if (value > wrap / 2) {
+        ucs_snprintf_zero(buf, max, "-%lu", wrap - value + 1);
     } else {
-        ucs_snprintf_zero(buf, max, "%zu", value);
+        ucs_snprintf_zero(buf, max, "%lu", value);
     }
     return buf;
 }
@@ -135,7 +136,8 @@ ucs_status_t uct_ibshare_md_config_check(const uct_ibshare_md_config_t *config,
         (slice % UCT_IBSHARE_POOL_ALIGN)) {
         ucs_error("UCX_IBSHARE_SLICE_SIZE=%s is out of range (accepted: a "
                   "multiple of %d from %d to %zu bytes, 1t)",
-                  uct_ibshare_md_size_str(slice, value, sizeof(value)),
+                  uct_ibshare_config_value_str(slice, SIZE_MAX, value,
+                                               sizeof(value)),
                   UCT_IBSHARE_POOL_ALIGN, UCT_IBSHARE_POOL_ALIGN,
                   (size_t)UCT_IBSHARE_SLICE_SIZE_MAX);
         return UCS_ERR_INVALID_PARAM;
@@ -149,7 +151,8 @@ ucs_status_t uct_ibshare_md_config_check(const uct_ibshare_md_config_t *config,
         ucs_error("UCX_IBSHARE_POOL_SIZE=%s is out of range (accepted: auto, "
                   "or a multiple of UCX_IBSHARE_SLICE_SIZE=%zu from 1 to %d "
                   "slices, %zu bytes)",
-                  uct_ibshare_md_size_str(pool, value, sizeof(value)), slice,
+                  uct_ibshare_config_value_str(pool, SIZE_MAX, value,
+                                               sizeof(value)), slice,
                   UCT_IBSHARE_DESC_MAX_SLICES,
                   (size_t)UCT_IBSHARE_DESC_MAX_SLICES * slice);
         return UCS_ERR_INVALID_PARAM;

@@ -113,6 +113,13 @@ typedef struct uct_ibshare_md {
  */
 ucs_status_t uct_ibshare_md_resources(uct_ibshare_md_t *md);
 
+/* A setting's value as the user wrote it, for error messages: auto and inf
+ * of unsigned long and size_t settings by name, a negative value (wrapped
+ * around at wrap: UINT_MAX, ULONG_MAX or SIZE_MAX) with its sign */
+const char *uct_ibshare_config_value_str(unsigned long value,
+                                         unsigned long wrap, char *buf,
+                                         size_t max);
+
 /*
  * Refuse a bad value of the md's settings, naming the variable and the
  * accepted range; mem: what the system offers (uct_ibshare_sys_mem_get).

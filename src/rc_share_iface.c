@@ -857,48 +857,34 @@ static ucs_status_t uct_rc_share_iface_create_queues(
 }
 
 /* A number as the user gave it: a negative one wraps around */
-static const char *uct_rc_share_ulong_str(unsigned long value,
-                                          unsigned long wrap, char *buf,
-                                          size_t max)
+/* value is wrapped around at wrap (UINT_MAX or SIZE_MAX: the field's type) */
+static int uct_rc_share_config_range_ok(const char *name, unsigned long value,
+                                        unsigned long min, unsigned long max,
+                                        unsigned long wrap)
 {
-    if (value == UCS_ULUNITS_AUTO) {
-        return "auto";
-    } else if (value > wrap / 2) {
-        ucs_snprintf_zero(buf, max, "-%lu", wrap - value + 1);
-    } else {
-        ucs_snprintf_zero(buf, max, "%lu", value);
+    char str[32];
+
+    if ((value >= min) && (value <= max)) {
+        return 1;
     }
-    return buf;
+
+    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %lu to %lu)",
+              name, uct_ibshare_config_value_str(value, wrap, str,
+                                                 sizeof(str)),
+              min, max);
+    return 0;
 }
 
 static int uct_rc_share_config_uint_ok(const char *name, unsigned value,
                                        unsigned min, unsigned max)
 {
-    char str[32];
-
-    if ((value >= min) && (value <= max)) {
-        return 1;
-    }
-
-    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %u to %u)",
-              name, uct_rc_share_ulong_str(value, UINT_MAX, str, sizeof(str)),
-              min, max);
-    return 0;
+    return uct_rc_share_config_range_ok(name, value, min, max, UINT_MAX);
 }
 
 static int uct_rc_share_config_size_ok(const char *name, size_t value,
                                        size_t min, size_t max)
 {
-    char str[32];
-
-    if ((value >= min) && (value <= max)) {
-        return 1;
-    }
-
-    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %zu to %zu)",
-              name, uct_rc_share_ulong_str(value, SIZE_MAX, str, sizeof(str)),
-              min, max);
-    return 0;
+    return uct_rc_share_config_range_ok(name, value, min, max, SIZE_MAX);
 }
 
 /* NaN fails both comparisons, and so is refused too */
@@ -940,8 +926,8 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
         (config->gid_index > UINT8_MAX)) {
         ucs_error("UCX_RC_SHARE_GID_INDEX=%s is out of range (accepted: auto, "
                   "or 0 to %d, below the port's GID table length)",
-                  uct_rc_share_ulong_str(config->gid_index, ULONG_MAX, str,
-                                         sizeof(str)), UINT8_MAX);
+                  uct_ibshare_config_value_str(config->gid_index, ULONG_MAX,
+                                               str, sizeof(str)), UINT8_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -949,8 +935,8 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
         (config->rnr_retry_count > 7)) {
         ucs_error("UCX_RC_SHARE_RNR_RETRY_COUNT=%s is out of range (accepted: "
                   "auto, or 0 to 7)",
-                  uct_rc_share_ulong_str(config->rnr_retry_count, ULONG_MAX,
-                                         str, sizeof(str)));
+                  uct_ibshare_config_value_str(config->rnr_retry_count,
+                                               ULONG_MAX, str, sizeof(str)));
         return UCS_ERR_INVALID_PARAM;
     }
 
