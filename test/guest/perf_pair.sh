@@ -1,5 +1,9 @@
-# Sourced by the guest side of perftest_uct.sh, perftest_ucp.sh, sanitizers.sh
-# and contrib/bench, which set client_timeout and server_grace (seconds).
+# Sourced by the guest side of perftest_uct.sh, perftest_ucp.sh, sanitizers.sh,
+# multinode_uct.sh and contrib/bench, which set client_timeout and
+# server_grace (seconds). The client runs here and connects to 127.0.0.1,
+# unless perf_client_via (a command prefix, e.g. "node-exec node1 env
+# LD_PRELOAD=...") and perf_server_host (the server's address from there)
+# are set.
 
 # perf_pair OUT NAME PORT ARGS...: a ucx_perftest server and its client (to
 # 127.0.0.1:PORT), both with ARGS. Leaves OUT/NAME.cli and OUT/NAME.srv (their
@@ -19,8 +23,10 @@ perf_pair() {
         sleep 0.1
         pp_i=$((pp_i + 1))
     done
-    timeout "$client_timeout" stdbuf -oL \
-        ucx_perftest 127.0.0.1 -p "$pp_port" "$@" > "$pp_out.cli" 2>&1
+    # shellcheck disable=SC2086  # (perf_client_via is a list of words)
+    timeout "$client_timeout" ${perf_client_via:-} stdbuf -oL \
+        ucx_perftest "${perf_server_host:-127.0.0.1}" -p "$pp_port" "$@" \
+        > "$pp_out.cli" 2>&1
     echo $? > "$pp_out.rc"
     pp_i=0
     while [ $pp_i -lt "$server_grace" ] && kill -0 "$pp_pid" 2>/dev/null; do

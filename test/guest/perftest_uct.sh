@@ -8,6 +8,8 @@
 #
 # The script runs itself in the guest (--guest OUTDIR TL), which only runs the
 # ucx_perftest pairs and keeps their output in OUTDIR; the checks run here.
+# multinode_uct.sh sources it with perftest_uct_lib=1 for its cases, guest
+# and check_pairs only (the pairs between two guests).
 
 lat_iters=1000
 bw_iters=2000
@@ -48,32 +50,23 @@ iters_of() {
 
 . "$IBSHARE_SRCDIR/test/guest/perf_pair.sh"
 
+# guest OUT TL [PORT]: every case's pair over TL, the output in OUT, on ports
+# from PORT (default 20100) on
 guest() {
     out=$1 tl=$2
     LD_PRELOAD=$IBSHARE_PRELOAD
     export LD_PRELOAD
     cases | while read -r name kind args; do
         echo "$name $args -x $tl -d rxe0:1 -n $(iters_of "$kind") -w $warmup"
-    done | perf_pairs "$out" 20100
+    done | perf_pairs "$out" "${3:-20100}"
 }
 
-if [ "${1:-}" = --guest ]; then
+if [ -z "${perftest_uct_lib:-}" ] && [ "${1:-}" = --guest ]; then
     guest "$2" "$3"
     exit 0
 fi
 
 # ---------------------------------------------------------------- host side
-
-. "${IBSHARE_SRCDIR:?}/test/lib.sh"
-
-tl=${IBSHARE_TEST_TL:-rc_share}
-echo "transport under test: $tl (IBSHARE_TEST_TL)"
-
-in_guest --timeout 1200 sh "$IBSHARE_SRCDIR/test/guest/perftest_uct.sh" \
-    --guest "$tmpdir" "$tl" > "$tmpdir/guest.log" 2>&1
-rc=$?
-cat "$tmpdir/guest.log"
-check "the guest ran every ucx_perftest pair (status $rc)" test "$rc" -eq 0
 
 # final_row FILE: the fields of ucx_perftest's "Final:" row (iterations,
 # latency 50%ile/average/overall in us, bandwidth average/overall in MB/s,
@@ -118,94 +111,114 @@ ended() {
 }
 
 status_of() {
-    cat "$tmpdir/$1" 2>/dev/null || echo none
+    cat "$pdir/$1" 2>/dev/null || echo none
 }
 
-summary=$tmpdir/summary
-row_fmt='%-14s %-6s %-6s %6s %9s %10s %10s %11s  %s\n'
-# shellcheck disable=SC2059  # (the format is a variable)
-printf "$row_fmt" test layout size iters "p50(us)" "lat(us)" "bw(MB/s)" \
-    "msg/s" result > "$summary"
+# check_pairs DIR TL: checks the pairs of cases() over TL whose output the
+# guest left in DIR; the table of their figures goes to DIR/summary
+check_pairs() {
+    pdir=$1 tl=$2
+    summary=$pdir/summary
+    row_fmt='%-14s %-6s %-6s %6s %9s %10s %10s %11s  %s\n'
+    # shellcheck disable=SC2059  # (the format is a variable)
+    printf "$row_fmt" test layout size iters "p50(us)" "lat(us)" "bw(MB/s)" \
+        "msg/s" result > "$summary"
 
-cases > "$tmpdir/cases"
-while read -r name kind args; do
-    # shellcheck disable=SC2086  # (args is a list of options)
-    set -- $args
-    layout=-
-    size=8
-    while [ $# -gt 1 ]; do
-        case $1 in
-        -D) layout=$2 ;;
-        -s) size=$2 ;;
-        esac
-        shift
-    done
-    cli=$tmpdir/$name.cli
-    srv=$tmpdir/$name.srv
-    crc=$(status_of "$name.rc")
-    src=$(status_of "$name.srvrc")
-    label="$name ($args -x $tl)"
+    cases > "$pdir/cases"
+    while read -r name kind args; do
+        # shellcheck disable=SC2086  # (args is a list of options)
+        set -- $args
+        layout=-
+        size=8
+        while [ $# -gt 1 ]; do
+            case $1 in
+            -D) layout=$2 ;;
+            -s) size=$2 ;;
+            esac
+            shift
+        done
+        cli=$pdir/$name.cli
+        srv=$pdir/$name.srv
+        crc=$(status_of "$name.rc")
+        src=$(status_of "$name.srvrc")
+        label="$name ($args -x $tl)"
 
-    no_crash "$cli" "$srv"
-    check "$label: no crash" test $? -eq 0
+        no_crash "$cli" "$srv"
+        check "$label: no crash" test $? -eq 0
 
-    if [ "$kind" = refuse ]; then
-        if [ "$crc" = 0 ]; then
-            what="accepted (client exit 0)"
-        elif grep -E -i -q 'unsupported|not support' "$cli" "$srv"; then
-            what="refused: $(grep -E -i -h 'unsupported|not support' "$cli" |
-                             head -n 1 | sed 's/.*UCX  ERROR *//')"
-        else
-            what="client exit $crc, no 'unsupported' message"
+        if [ "$kind" = refuse ]; then
+            if [ "$crc" = 0 ]; then
+                what="accepted (client exit 0)"
+            elif grep -E -i -q 'unsupported|not support' "$cli" "$srv"; then
+                what="refused: $(grep -E -i -h 'unsupported|not support' "$cli" |
+                                 head -n 1 | sed 's/.*UCX  ERROR *//')"
+            else
+                what="client exit $crc, no 'unsupported' message"
+            fi
+            ended "$crc" "$src"
+            check "$label: client and server end, no hang (status $crc/$src)" \
+                test $? -eq 0
+            if [ "$tl" = rc_share ]; then
+                [ "$crc" != 0 ] && [ "$crc" != none ]
+                check "$label: refused cleanly (status $crc): $what" test $? -eq 0
+            else
+                echo "info: $test_name: $label: $what (no expectation for $tl)"
+            fi
+            # shellcheck disable=SC2059
+            printf "$row_fmt" "$name" "$layout" "$size" - - - - - "$what" \
+                >> "$summary"
+            continue
         fi
-        ended "$crc" "$src"
-        check "$label: client and server end, no hang (status $crc/$src)" \
-            test $? -eq 0
-        if [ "$tl" = rc_share ]; then
-            [ "$crc" != 0 ] && [ "$crc" != none ]
-            check "$label: refused cleanly (status $crc): $what" test $? -eq 0
-        else
-            echo "info: $test_name: $label: $what (no expectation for $tl)"
-        fi
-        # shellcheck disable=SC2059
-        printf "$row_fmt" "$name" "$layout" "$size" - - - - - "$what" \
-            >> "$summary"
-        continue
-    fi
 
-    iters=$(iters_of "$kind")
-    row=$(final_row "$cli")
-    # shellcheck disable=SC2086  # (row is a list of figures)
-    if figures_ok "$size" "$iters" $row; then figures=ok; else figures=bad; fi
-    check "$label: client exits 0 (status $crc)" test "$crc" = 0
-    check "$label: server exits 0 (status $src)" test "$src" = 0
-    check "$label: Final row: $iters iterations, finite nonzero figures" \
-        test "$figures" = ok
-    if [ "$figures" != ok ] || [ "$crc" != 0 ] || [ "$src" != 0 ]; then
-        echo "--- $name: client output (tail)" >&2
-        tail -n 15 "$cli" >&2
-        echo "--- $name: server output (tail)" >&2
-        tail -n 15 "$srv" >&2
-    fi
-    result=FAIL
-    if [ "$figures" = ok ] && [ "$crc" = 0 ] && [ "$src" = 0 ]; then
-        result=ok
-    fi
-    # shellcheck disable=SC2086
-    set -- $row
-    if [ $# -eq 8 ]; then
-        # shellcheck disable=SC2059
-        printf "$row_fmt" "$name" "$layout" "$size" "$1" "$2" "$4" "$6" "$8" \
-            "$result" >> "$summary"
-    else
-        # shellcheck disable=SC2059
-        printf "$row_fmt" "$name" "$layout" "$size" - - - - - \
-            "FAIL (no Final row)" >> "$summary"
-    fi
-done < "$tmpdir/cases"
+        iters=$(iters_of "$kind")
+        row=$(final_row "$cli")
+        # shellcheck disable=SC2086  # (row is a list of figures)
+        if figures_ok "$size" "$iters" $row; then figures=ok; else figures=bad; fi
+        check "$label: client exits 0 (status $crc)" test "$crc" = 0
+        check "$label: server exits 0 (status $src)" test "$src" = 0
+        check "$label: Final row: $iters iterations, finite nonzero figures" \
+            test "$figures" = ok
+        if [ "$figures" != ok ] || [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+            echo "--- $name: client output (tail)" >&2
+            tail -n 15 "$cli" >&2
+            echo "--- $name: server output (tail)" >&2
+            tail -n 15 "$srv" >&2
+        fi
+        result=FAIL
+        if [ "$figures" = ok ] && [ "$crc" = 0 ] && [ "$src" = 0 ]; then
+            result=ok
+        fi
+        # shellcheck disable=SC2086
+        set -- $row
+        if [ $# -eq 8 ]; then
+            # shellcheck disable=SC2059
+            printf "$row_fmt" "$name" "$layout" "$size" "$1" "$2" "$4" "$6" "$8" \
+                "$result" >> "$summary"
+        else
+            # shellcheck disable=SC2059
+            printf "$row_fmt" "$name" "$layout" "$size" - - - - - \
+                "FAIL (no Final row)" >> "$summary"
+        fi
+    done < "$pdir/cases"
+}
+
+[ -z "${perftest_uct_lib:-}" ] || return 0
+
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+tl=${IBSHARE_TEST_TL:-rc_share}
+echo "transport under test: $tl (IBSHARE_TEST_TL)"
+
+in_guest --timeout 1200 sh "$IBSHARE_SRCDIR/test/guest/perftest_uct.sh" \
+    --guest "$tmpdir" "$tl" > "$tmpdir/guest.log" 2>&1
+rc=$?
+cat "$tmpdir/guest.log"
+check "the guest ran every ucx_perftest pair (status $rc)" test "$rc" -eq 0
+
+check_pairs "$tmpdir" "$tl"
 
 echo
 echo "ucx_perftest over $tl/rxe0:1 (soft-RoCE under QEMU/TCG: the figures only" \
      "show the transport works, not how fast)"
-cat "$summary"
+cat "$tmpdir/summary"
 finish
