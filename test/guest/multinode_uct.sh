@@ -42,19 +42,20 @@ link_bytes() {
 }
 
 if [ "${1:-}" = --guest ]; then
-    out=$2
-    node_info node0 > "$out/node0.info" 2>&1
-    node_info node1 > "$out/node1.info" 2>&1
-    link_dev=$(sed -n 's/.* netdev \([^ ]*\).*/\1/p' "$out/node1.info")
+    # (not $out, which perftest_uct.sh's guest sets)
+    mn_out=$2
+    node_info node0 > "$mn_out/node0.info" 2>&1
+    node_info node1 > "$mn_out/node1.info" 2>&1
+    link_dev=$(sed -n 's/.* netdev \([^ ]*\).*/\1/p' "$mn_out/node1.info")
     # The server here, on node0; the client on node1, to node0's address
     perf_server_host=node0
     perf_client_via="node-exec node1 env LD_PRELOAD=$IBSHARE_PRELOAD"
     port=20100
     for tl in $tls; do
-        mkdir -p "$out/$tl"
+        mkdir -p "$mn_out/$tl"
         before=$(link_bytes)
-        guest "$out/$tl" "$tl" "$port"
-        echo $(($(link_bytes) - before)) > "$out/$tl/link_bytes"
+        guest "$mn_out/$tl" "$tl" "$port"
+        echo $(($(link_bytes) - before)) > "$mn_out/$tl/link_bytes"
         port=$((port + 100))
     done
     exit 0
