@@ -1,0 +1,152 @@
+#!/bin/sh
+# Open MPI across two nodes of `contrib/vm/run --nodes 2`: mpirun --host
+# node0:2,node1:2 starts node1's daemon through node-exec (plm_rsh_agent), and
+# test/guest/mpi_check (point-to-point, collectives, one-sided; every byte
+# checked) passes on the 2 x 2 ranks over UCX_TLS=rc_share,self, with pml ucx
+# on every rank and rc_share (or self) on the tag and rma lanes. While it
+# runs, ibshare_info on each node shows one group of the job, whose members
+# are exactly that node's ranks (their pids from UCX's log lines, which name
+# the host); after it, rdma res show on each node is back to what it was.
+#
+# The script runs itself on node0 (--guest OUTDIR PROG INFO) and on each node
+# as the ibshare_info sampler (--sample FILE INFO); the checks run here.
+
+mpi_timeout=600
+
+# ---------------------------------------------------------------- guest side
+
+# sample FILE INFO: until killed, keep in FILE the ibshare_info output that
+# lists the most members
+sample() {
+    most=0
+    while :; do
+        env -u LD_PRELOAD "$2" > "$1.now" 2>&1
+        n=$(grep -c -E '^    pid +[0-9]+ ' "$1.now")
+        if [ "$n" -gt "$most" ]; then
+            most=$n
+            mv "$1.now" "$1"
+        fi
+        sleep 0.3
+    done
+}
+
+# res NODE SUFFIX: NODE's PDs and MRs in OUT/NODE.res.SUFFIX
+res() {
+    node-exec "$1" 'rdma res show pd; rdma res show mr' > "$out/$1.res.$2"
+}
+
+guest() {
+    out=$1 prog=$2 info=$3
+    for n in node0 node1; do
+        res $n before
+    done
+    pids=
+    for n in node0 node1; do
+        node-exec $n sh "$IBSHARE_SRCDIR/test/guest/multinode_mpi.sh" \
+            --sample "$out/$n.info" "$info" &
+        pids="$pids $!"
+    done
+    start=$(date +%s)
+    timeout "$mpi_timeout" mpirun --allow-run-as-root \
+        --host node0:2,node1:2 -np 4 --mca plm_rsh_agent node-exec \
+        --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+        --mca osc ucx --mca pml_base_verbose 10 \
+        -x LD_PRELOAD="$IBSHARE_PRELOAD" -x UCX_TLS=rc_share,self \
+        -x UCX_NET_DEVICES=rxe0:1 -x UCX_LOG_LEVEL=info \
+        "$prog" > "$out/mpi.out" 2>&1
+    echo $? > "$out/mpi.rc"
+    echo "mpirun 2 x 2: status $(cat "$out/mpi.rc"), $(($(date +%s) - start)) s"
+    # (killing node-exec kills the sampler on its node)
+    # shellcheck disable=SC2086  # (a list of pids)
+    kill $pids
+    wait
+    for n in node0 node1; do
+        res $n after
+    done
+}
+
+case ${1:-} in
+--guest)
+    guest "$2" "$3" "$4"
+    exit 0
+    ;;
+--sample)
+    sample "$2" "$3"
+    exit 0
+    ;;
+esac
+
+# ---------------------------------------------------------------- host side
+
+. "${IBSHARE_SRCDIR:?}/test/lib.sh"
+
+src=$IBSHARE_SRCDIR/test/guest/mpi_check.c
+prog=$IBSHARE_BUILDDIR/test/guest/mpi_check
+mkdir -p "$IBSHARE_BUILDDIR/test/guest"
+if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
+    echo "mpicc -O2 -g -Wall -Wextra -o $prog $src"
+    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
+fi
+check "mpi_check is built (mpicc)" test -x "$prog"
+[ -x "$prog" ] || finish
+
+in_guest --nodes 2 --timeout 1200 sh \
+    "$IBSHARE_SRCDIR/test/guest/multinode_mpi.sh" --guest "$tmpdir" "$prog" \
+    "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
+rc=$?
+cat "$tmpdir/guest.log"
+check "the two guests ran the job (status $rc)" test "$rc" -eq 0
+
+out=$tmpdir/mpi.out
+status=$(cat "$tmpdir/mpi.rc" 2>/dev/null || echo none)
+grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$out" 2>/dev/null |
+    sed 's/^/    /'
+check "mpirun --host node0:2,node1:2 exits 0 (status $status)" \
+    test "$status" = 0
+grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$out" 2>/dev/null &&
+    ! grep -q '^FAIL: mpi_check' "$out"
+check "mpi_check: all passed, 0 failed" test $? -eq 0
+n=$(grep -c 'select: component ucx selected' "$out" 2>/dev/null)
+check "pml ucx selected by every rank (${n:-0} of 4)" test "${n:-0}" -eq 4
+
+# lane_groups LANE: the resource lists of LANE in UCP's ep_cfg lines
+lane_groups() {
+    grep -h -E "$ucp_ep_cfg_re" "$out" 2>/dev/null |
+        grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
+}
+for lane in tag rma; do
+    groups=$(lane_groups $lane)
+    found=$(echo "$groups" | sort -u | tr '\n' ' ')
+    [ -n "$groups" ] && echo "$groups" | grep -q 'rc_share/' &&
+        ! echo "$groups" | tr ' ' '\n' | grep -v -e '^rc_share/' -e '^self/' |
+        grep -q .
+    check "$lane lanes on rc_share (or self) only: found $found" test $? -eq 0
+done
+
+# The ranks of each node: the pids of UCX's log lines ("[time] [host:pid  :...")
+for n in node0 node1; do
+    grep -o "\[$n:[0-9]* *:" "$out" 2>/dev/null | sed 's/^.*:\([0-9]*\) *:$/\1/' |
+        sort -u > "$tmpdir/$n.ranks"
+    info=$tmpdir/$n.info
+    echo "--- ibshare_info on $n while the job ran"
+    cat "$info" 2>/dev/null
+    check "$n ran 2 ranks ($(tr '\n' ' ' < "$tmpdir/$n.ranks"))" \
+        test "$(grep -c . "$tmpdir/$n.ranks")" -eq 2
+    groups=$(grep -c '^group of job' "$info" 2>/dev/null)
+    check "$n: ibshare_info shows one group (${groups:-0})" \
+        test "${groups:-0}" -eq 1
+    sed -n 's/^  members: [0-9]* (pids \(.*\))$/\1/p' "$info" 2>/dev/null |
+        tr ' ' '\n' | grep . | sort -u > "$tmpdir/$n.members"
+    check "$n: the group's members are $n's ranks ($(tr '\n' ' ' \
+        < "$tmpdir/$n.members"))" \
+        sh -c "test -s '$tmpdir/$n.members' &&
+               cmp -s '$tmpdir/$n.members' '$tmpdir/$n.ranks'"
+    check "$n: after the job, rdma res show is what it was before" \
+        sh -c "test -s '$tmpdir/$n.res.before' &&
+               cmp -s '$tmpdir/$n.res.before' '$tmpdir/$n.res.after'"
+done
+if [ "$status" != 0 ]; then
+    echo "--- mpirun output (tail)" >&2
+    tail -n 40 "$out" >&2
+fi
+finish
