@@ -21,6 +21,7 @@
 
 static int rank, nranks;
 static int passed, failed;
+static double record_since;   /* when the last check ended */
 
 static const size_t p2p_sizes[] = {
     0, 1, 8, 1024, 8192, 65536, 1 << 20, 4 << 20
@@ -113,10 +114,12 @@ static void record(int local_ok, const char *fmt, ...)
 
 static void record(int local_ok, const char *fmt, ...)
 {
+    double now;
     int all_ok;
     va_list ap;
 
     MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    now = MPI_Wtime();
     if (all_ok) {
         ++passed;
     } else {
@@ -127,9 +130,11 @@ static void record(int local_ok, const char *fmt, ...)
         va_start(ap, fmt);
         vprintf(fmt, ap);
         va_end(ap);
-        printf("\n");
+        /* (where a slow test bed spends a job's time) */
+        printf(" (%.1f s)\n", now - record_since);
         fflush(stdout);
     }
+    record_since = now;
 }
 
 /* ------------------------------------------------------------ p2p */
@@ -674,6 +679,7 @@ int main(int argc, char **argv)
         printf("mpi_check: %d ranks\n", nranks);
         fflush(stdout);
     }
+    record_since = MPI_Wtime();
 
     for (s = 0; s < NUM_P2P_SIZES; ++s) {
         len = p2p_sizes[s];

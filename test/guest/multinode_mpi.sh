@@ -1,12 +1,15 @@
 #!/bin/sh
 # Open MPI across two nodes of `contrib/vm/run --nodes 2`: mpirun --host
 # node0:2,node1:2 starts node1's daemon through node-exec (plm_rsh_agent), and
-# test/guest/mpi_check (point-to-point, collectives, one-sided; every byte
-# checked) passes on the 2 x 2 ranks over UCX_TLS=rc_share,self, with pml ucx
-# on every rank and rc_share (or self) on the tag and rma lanes. While it
-# runs, ibshare_info on each node shows one group of the job, whose members
-# are exactly that node's ranks (their pids from UCX's log lines, which name
-# the host); after it, rdma res show on each node is back to what it was.
+# test/guest/mpi_check (point-to-point to 4 MiB, collectives, one-sided with
+# osc ucx; every byte checked) passes on the 2 x 2 ranks over
+# UCX_TLS=rc_share,self and over rc_share,sm,self, with pml ucx on every rank.
+# The lanes: rc_share (or self) only in the first job; in the second, the
+# endpoints that have no shared-memory transport (those to the other node)
+# use rc_share. While each job runs, ibshare_info on each node shows one
+# group of the job, whose members are exactly that node's ranks (their pids
+# from UCX's log lines, which name the host), in the test's mode; after it,
+# rdma res show on each node is back to what it was.
 #
 # The script runs itself on node0 (--guest OUTDIR PROG INFO) and on each node
 # as the ibshare_info sampler (--sample FILE INFO); the checks run here.
@@ -35,15 +38,16 @@ res() {
     node-exec "$1" 'rdma res show pd; rdma res show mr' > "$out/$1.res.$2"
 }
 
-guest() {
-    out=$1 prog=$2 info=$3
+# job NAME TLS: one mpirun of PROG over UCX_TLS=TLS; OUT/NAME.out, .rc,
+# NODE.NAME.info (the samplers'), NODE.res.NAME.before and .after
+job() {
     for n in node0 node1; do
-        res $n before
+        res $n "$1.before"
     done
     pids=
     for n in node0 node1; do
         node-exec $n sh "$IBSHARE_SRCDIR/test/guest/multinode_mpi.sh" \
-            --sample "$out/$n.info" "$info" &
+            --sample "$out/$n.$1.info" "$info" &
         pids="$pids $!"
     done
     start=$(date +%s)
@@ -51,18 +55,25 @@ guest() {
         --host node0:2,node1:2 -np 4 --mca plm_rsh_agent node-exec \
         --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
         --mca osc ucx --mca pml_base_verbose 10 \
-        -x LD_PRELOAD="$IBSHARE_PRELOAD" -x UCX_TLS=rc_share,self \
+        -x LD_PRELOAD="$IBSHARE_PRELOAD" -x UCX_TLS="$2" \
         -x UCX_NET_DEVICES=rxe0:1 -x UCX_LOG_LEVEL=info \
-        "$prog" > "$out/mpi.out" 2>&1
-    echo $? > "$out/mpi.rc"
-    echo "mpirun 2 x 2: status $(cat "$out/mpi.rc"), $(($(date +%s) - start)) s"
+        "$prog" > "$out/$1.out" 2>&1
+    echo $? > "$out/$1.rc"
+    echo "mpirun 2 x 2, UCX_TLS=$2: status $(cat "$out/$1.rc")," \
+         "$(($(date +%s) - start)) s"
     # (killing node-exec kills the sampler on its node)
     # shellcheck disable=SC2086  # (a list of pids)
     kill $pids
     wait
     for n in node0 node1; do
-        res $n after
+        res $n "$1.after"
     done
+}
+
+guest() {
+    out=$1 prog=$2 info=$3
+    job rc rc_share,self
+    job sm rc_share,sm,self
 }
 
 case ${1:-} in
@@ -97,56 +108,81 @@ rc=$?
 cat "$tmpdir/guest.log"
 check "the two guests ran the job (status $rc)" test "$rc" -eq 0
 
-out=$tmpdir/mpi.out
-status=$(cat "$tmpdir/mpi.rc" 2>/dev/null || echo none)
-grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$out" 2>/dev/null |
-    sed 's/^/    /'
-check "mpirun --host node0:2,node1:2 exits 0 (status $status)" \
-    test "$status" = 0
-grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$out" 2>/dev/null &&
-    ! grep -q '^FAIL: mpi_check' "$out"
-check "mpi_check: all passed, 0 failed" test $? -eq 0
-n=$(grep -c 'select: component ucx selected' "$out" 2>/dev/null)
-check "pml ucx selected by every rank (${n:-0} of 4)" test "${n:-0}" -eq 4
-
-# lane_groups LANE: the resource lists of LANE in UCP's ep_cfg lines
+# lane_groups LANE FILE: the resource lists of LANE in UCP's ep_cfg lines
 lane_groups() {
-    grep -h -E "$ucp_ep_cfg_re" "$out" 2>/dev/null |
+    grep -h -E "$ucp_ep_cfg_re" "$2" 2>/dev/null |
         grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
 }
-for lane in tag rma; do
-    groups=$(lane_groups $lane)
-    found=$(echo "$groups" | sort -u | tr '\n' ' ')
-    [ -n "$groups" ] && echo "$groups" | grep -q 'rc_share/' &&
-        ! echo "$groups" | tr ' ' '\n' | grep -v -e '^rc_share/' -e '^self/' |
-        grep -q .
-    check "$lane lanes on rc_share (or self) only: found $found" test $? -eq 0
-done
+sm_tls='posix|sysv|cma|knem|xpmem'
 
-# The ranks of each node: the pids of UCX's log lines ("[time] [host:pid  :...")
-for n in node0 node1; do
-    grep -o "\[$n:[0-9]* *:" "$out" 2>/dev/null | sed 's/^.*:\([0-9]*\) *:$/\1/' |
-        sort -u > "$tmpdir/$n.ranks"
-    info=$tmpdir/$n.info
-    echo "--- ibshare_info on $n while the job ran"
-    cat "$info" 2>/dev/null
-    check "$n ran 2 ranks ($(tr '\n' ' ' < "$tmpdir/$n.ranks"))" \
-        test "$(grep -c . "$tmpdir/$n.ranks")" -eq 2
-    groups=$(grep -c '^group of job' "$info" 2>/dev/null)
-    check "$n: ibshare_info shows one group (${groups:-0})" \
-        test "${groups:-0}" -eq 1
-    sed -n 's/^  members: [0-9]* (pids \(.*\))$/\1/p' "$info" 2>/dev/null |
-        tr ' ' '\n' | grep . | sort -u > "$tmpdir/$n.members"
-    check "$n: the group's members are $n's ranks ($(tr '\n' ' ' \
-        < "$tmpdir/$n.members"))" \
-        sh -c "test -s '$tmpdir/$n.members' &&
-               cmp -s '$tmpdir/$n.members' '$tmpdir/$n.ranks'"
-    check "$n: after the job, rdma res show is what it was before" \
-        sh -c "test -s '$tmpdir/$n.res.before' &&
-               cmp -s '$tmpdir/$n.res.before' '$tmpdir/$n.res.after'"
-done
-if [ "$status" != 0 ]; then
-    echo "--- mpirun output (tail)" >&2
-    tail -n 40 "$out" >&2
-fi
+# check_job NAME TLS
+check_job() {
+    out=$tmpdir/$1.out
+    label="2 x 2 ranks, UCX_TLS=$2"
+    echo "=== $label"
+    status=$(cat "$tmpdir/$1.rc" 2>/dev/null || echo none)
+    grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$out" 2>/dev/null |
+        sed 's/^/    /'
+    check "$label: mpirun --host node0:2,node1:2 exits 0 (status $status)" \
+        test "$status" = 0
+    grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$out" \
+        2>/dev/null && ! grep -q '^FAIL: mpi_check' "$out"
+    check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
+    n=$(grep -c 'select: component ucx selected' "$out" 2>/dev/null)
+    check "$label: pml ucx selected by every rank (${n:-0} of 4)" \
+        test "${n:-0}" -eq 4
+    for lane in tag rma; do
+        groups=$(lane_groups $lane "$out")
+        found=$(echo "$groups" | sort -u | tr '\n' ' ')
+        case $2 in
+        *sm*)
+            # The endpoints without shared memory (to the other node) have
+            # rc_share; those with it (on the node) exist too
+            remote=$(echo "$groups" | grep -v -E "(^| )($sm_tls|self)/")
+            [ -n "$remote" ] &&
+                ! echo "$remote" | grep -v -E "(^| )rc_share/" | grep -q . &&
+                echo "$groups" | grep -q -E "(^| )($sm_tls)/"
+            ;;
+        *)
+            [ -n "$groups" ] && echo "$groups" | grep -q 'rc_share/' &&
+                ! echo "$groups" | tr ' ' '\n' |
+                grep -v -e '^rc_share/' -e '^self/' | grep -q .
+            ;;
+        esac
+        check "$label: $lane lanes: rc_share where no shared memory: $found" \
+            test $? -eq 0
+    done
+    # The ranks of each node: the pids of UCX's log lines ("[host:pid  :...")
+    for n in node0 node1; do
+        grep -o "\[$n:[0-9]* *:" "$out" 2>/dev/null |
+            sed 's/^.*:\([0-9]*\) *:$/\1/' | sort -u > "$tmpdir/$n.$1.ranks"
+        info=$tmpdir/$n.$1.info
+        echo "--- ibshare_info on $n while the job ran"
+        cat "$info" 2>/dev/null
+        check "$label: $n ran 2 ranks ($(tr '\n' ' ' < "$tmpdir/$n.$1.ranks"))" \
+            test "$(grep -c . "$tmpdir/$n.$1.ranks")" -eq 2
+        groups=$(grep -c '^group of job' "$info" 2>/dev/null)
+        check "$label: $n: ibshare_info shows one group (${groups:-0})" \
+            test "${groups:-0}" -eq 1
+        sed -n 's/^  members: [0-9]* (pids \(.*\))$/\1/p' "$info" 2>/dev/null |
+            tr ' ' '\n' | grep . | sort -u > "$tmpdir/$n.$1.members"
+        check "$label: $n: the group's members are $n's ranks ($(tr '\n' ' ' \
+            < "$tmpdir/$n.$1.members"))" \
+            sh -c "test -s '$tmpdir/$n.$1.members' &&
+                   cmp -s '$tmpdir/$n.$1.members' '$tmpdir/$n.$1.ranks'"
+        mode=$(sed -n 's/^  mode: *//p' "$info" 2>/dev/null | head -n 1)
+        check "$label: $n: the group runs in $IBSHARE_TEST_MODE mode (${mode:-none})" \
+            test "$mode" = "$IBSHARE_TEST_MODE"
+        check "$label: $n: after the job, rdma res show is what it was before" \
+            sh -c "test -s '$tmpdir/$n.res.$1.before' &&
+                   cmp -s '$tmpdir/$n.res.$1.before' '$tmpdir/$n.res.$1.after'"
+    done
+    if [ "$status" != 0 ]; then
+        echo "--- mpirun output (tail)" >&2
+        tail -n 40 "$out" >&2
+    fi
+}
+
+check_job rc rc_share,self
+check_job sm rc_share,sm,self
 finish
