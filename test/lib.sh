@@ -118,6 +118,21 @@ in_guest() {
         --env "IBSHARE_BUILDDIR=$IBSHARE_BUILDDIR" "$@")
 }
 
+# mpi_prog NAME: builds test/guest/NAME.c with mpicc into the build tree
+# (which the guests share) unless it is newer than its source; sets prog and
+# checks that it is built
+mpi_prog() {
+    mp_src=$IBSHARE_SRCDIR/test/guest/$1.c
+    prog=$IBSHARE_BUILDDIR/test/guest/$1
+    mkdir -p "$IBSHARE_BUILDDIR/test/guest"
+    if [ ! -x "$prog" ] || [ -n "$(find "$mp_src" -newer "$prog")" ]; then
+        echo "mpicc -O2 -g -Wall -Wextra -o $prog $mp_src"
+        mpicc -O2 -g -Wall -Wextra -o "$prog" "$mp_src"
+    fi
+    [ -x "$prog" ] && [ -z "$(find "$mp_src" -newer "$prog")" ]
+    check "$1 is built (mpicc), newer than its source" test $? -eq 0
+}
+
 # A private directory for the test's files. Host tests take a short one in
 # $TMPDIR: the node group's unix socket lives below it, and a sun_path holds
 # 107 bytes, which a deep build tree (make distcheck's <package>/_build/sub)

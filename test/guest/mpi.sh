@@ -112,15 +112,7 @@ esac
 sm_tls=${tls%,self},sm,self
 echo "transport under test: $tl (IBSHARE_TEST_TL); UCX_TLS=$tls"
 
-src=$IBSHARE_SRCDIR/test/guest/mpi_check.c
-prog=$IBSHARE_BUILDDIR/test/guest/mpi_check
-mkdir -p "$IBSHARE_BUILDDIR/test/guest"
-if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
-    echo "mpicc -O2 -g -Wall -Wextra -o $prog $src"
-    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
-fi
-[ -x "$prog" ] && [ -z "$(find "$src" -newer "$prog")" ]
-check "mpi_check is built (mpicc), newer than its source" test $? -eq 0
+mpi_prog mpi_check
 if [ ! -x "$prog" ]; then
     finish
 fi

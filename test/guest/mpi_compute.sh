@@ -10,13 +10,7 @@
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 compute_s=60
-src=$IBSHARE_SRCDIR/test/guest/mpi_compute.c
-prog=$IBSHARE_BUILDDIR/test/guest/mpi_compute
-mkdir -p "$IBSHARE_BUILDDIR/test/guest"
-if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
-    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
-fi
-check "mpi_compute is built (mpicc)" test -x "$prog"
+mpi_prog mpi_compute
 
 in_guest --mem 2G --timeout 600 sh -c '
     timeout 400 mpirun --allow-run-as-root --oversubscribe -np 2 \

@@ -114,14 +114,7 @@ esac
 
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
-src=$IBSHARE_SRCDIR/test/guest/mpi_check.c
-prog=$IBSHARE_BUILDDIR/test/guest/mpi_check
-mkdir -p "$IBSHARE_BUILDDIR/test/guest"
-if [ ! -x "$prog" ] || [ -n "$(find "$src" -newer "$prog")" ]; then
-    echo "mpicc -O2 -g -Wall -Wextra -o $prog $src"
-    mpicc -O2 -g -Wall -Wextra -o "$prog" "$src"
-fi
-check "mpi_check is built (mpicc)" test -x "$prog"
+mpi_prog mpi_check
 [ -x "$prog" ] || finish
 
 in_guest --nodes 2 --timeout 1200 sh \
