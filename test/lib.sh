@@ -118,6 +118,29 @@ in_guest() {
         --env "IBSHARE_BUILDDIR=$IBSHARE_BUILDDIR" "$@")
 }
 
+# figures_ok SIZE ITERS ROW...: a ucx_perftest "Final:" row (ITERS, then
+# the 50th percentile, average and overall latency, average and overall
+# bandwidth, average and overall message rate): all iterations done; the
+# overall figures and the percentile finite non-negative numbers, overall
+# latency and message rate nonzero, and the overall bandwidth too from 1 KiB
+# on (printed in MB/s with 2 decimals, it may round to 0.00 for 8 B messages
+# on a slow run). The averages are those of the last report interval, nan
+# when no iteration ended in it (seen across two nodes): a number or nan.
+figures_ok() {
+    echo "$@" | awk '
+        NF != 10 { exit 1 }
+        {
+            if ($3 != $2) exit 1
+            for (i = 4; i <= 10; i++) {
+                if ($i ~ /^[0-9]+(\.[0-9]+)?$/) continue
+                if ((i == 5 || i == 7 || i == 9) && $i ~ /^-?nan$/) continue
+                exit 1
+            }
+            if ($6 + 0 <= 0 || $10 + 0 <= 0) exit 1
+            if ($1 >= 1024 && $8 + 0 <= 0) exit 1
+        }'
+}
+
 # mpi_prog NAME: builds test/guest/NAME.c with mpicc into the build tree
 # (which the guests share) unless it is newer than its source; sets prog and
 # checks that it is built

@@ -86,22 +86,6 @@ final_row() {
          END { if (row != "") print row }' "$1" 2>/dev/null
 }
 
-# figures_ok SIZE ITERS ROW...: all iterations done; every figure a finite
-# non-negative number; overall latency and message rate nonzero, and the
-# overall bandwidth too from 1 KiB on (printed in MB/s with 2 decimals, it
-# may round to 0.00 for 8 B messages on a slow run)
-figures_ok() {
-    echo "$@" | awk '
-        NF != 10 { exit 1 }
-        {
-            if ($3 != $2) exit 1
-            for (i = 4; i <= 10; i++)
-                if ($i !~ /^[0-9]+(\.[0-9]+)?$/) exit 1
-            if ($6 + 0 <= 0 || $10 + 0 <= 0) exit 1
-            if ($1 >= 1024 && $8 + 0 <= 0) exit 1
-        }'
-}
-
 # no_crash FILE...: no sign of a crash in the outputs
 no_crash() {
     ! grep -E -q 'Segmentation fault|Assertion|backtrace|Caught signal|Aborted' \
