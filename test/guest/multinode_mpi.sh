@@ -33,12 +33,16 @@ if [ "${IBSHARE_TEST_MODE:-}" = shared ]; then rc_timeout=4s; else rc_timeout=2s
 # ---------------------------------------------------------------- guest side
 
 # sample FILE INFO: until killed, keep in FILE the ibshare_info output that
-# lists the most members
+# lists the most members and, of those, the most MRs (the first with both
+# members may come before the second registered its MR)
 sample() {
     most=0
     while :; do
         env -u LD_PRELOAD "$2" > "$1.now" 2>&1
-        n=$(grep -c -E '^    pid +[0-9]+ ' "$1.now")
+        members=$(grep -c -E '^    pid +[0-9]+ ' "$1.now")
+        mrs=$(sed -n 's/^  MRs registered: *\([0-9]*\).*/\1/p' "$1.now" |
+              head -n 1)
+        n=$((members * 1000 + ${mrs:-0}))
         if [ "$n" -gt "$most" ]; then
             most=$n
             mv "$1.now" "$1"
@@ -72,7 +76,7 @@ job() {
         -x LD_PRELOAD="$IBSHARE_PRELOAD" -x UCX_TLS="$2" \
         -x UCX_NET_DEVICES=rxe0:1 -x UCX_LOG_LEVEL=info \
         -x UCX_RC_SHARE_TIMEOUT=$rc_timeout \
-        "$prog" "$large_depth" > "$out/$1.out" 2>&1
+        "$prog" "$large_depth" < /dev/null > "$out/$1.out" 2>&1
     echo $? > "$out/$1.rc"
     echo "mpirun 2 x 2, UCX_TLS=$2: status $(cat "$out/$1.rc")," \
          "$(($(date +%s) - start)) s"
@@ -94,9 +98,11 @@ jobs() {
 
 guest() {
     out=$1 prog=$2 info=$3
-    jobs | while read -r name tls; do
-        job "$name" "$tls"
-    done
+    # (not a pipe into the loop: mpirun would read the next jobs from it)
+    jobs > "$out/jobs"
+    while read -r name tls; do
+        job "$name" "$tls" < /dev/null
+    done < "$out/jobs"
 }
 
 case ${1:-} in
