@@ -120,20 +120,24 @@ in_guest() {
 
 # figures_ok SIZE ITERS ROW...: a ucx_perftest "Final:" row (ITERS, then
 # the 50th percentile, average and overall latency, average and overall
-# bandwidth, average and overall message rate): all iterations done; the
-# overall figures and the percentile finite non-negative numbers, overall
-# latency and message rate nonzero, and the overall bandwidth too from 1 KiB
-# on (printed in MB/s with 2 decimals, it may round to 0.00 for 8 B messages
-# on a slow run). The averages are those of the last report interval, nan
-# when no iteration ended in it (seen across two nodes): a number or nan.
+# bandwidth, average and overall message rate) is a complete run's: all
+# iterations done; the percentile and the overall figures finite
+# non-negative numbers, the overall latency and message rate nonzero, and the
+# overall bandwidth too from 1 KiB on (printed in MB/s with 2 decimals, it
+# may round to 0.00 for 8 B messages on a slow run). The averages are those
+# of the last report interval, whatever ucx_perftest makes of an interval in
+# which no iteration ended or no time passed (0/0 or x/0: nan, -nan, inf,
+# seen in CI across two nodes): a number, or one of those.
 figures_ok() {
     echo "$@" | awk '
+        function number(v) { return v ~ /^[0-9]+(\.[0-9]+)?$/ }
         NF != 10 { exit 1 }
         {
             if ($3 != $2) exit 1
             for (i = 4; i <= 10; i++) {
-                if ($i ~ /^[0-9]+(\.[0-9]+)?$/) continue
-                if ((i == 5 || i == 7 || i == 9) && $i ~ /^-?nan$/) continue
+                if (number($i)) continue
+                if ((i == 5 || i == 7 || i == 9) && tolower($i) ~ /^[-+]?(nan|inf)$/)
+                    continue
                 exit 1
             }
             if ($6 + 0 <= 0 || $10 + 0 <= 0) exit 1

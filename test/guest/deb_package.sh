@@ -51,9 +51,10 @@ echo "Depends: $depends"
 check "it depends on exactly libucx0 (= $ucx_version)" \
       sh -c "echo '$depends' | tr ',' '\\n' | grep -qx ' *libucx0 (= $ucx_version)'"
 
-# In a guest with nothing of this build in its environment: install, list,
+# In a guest of its own (--no-session: dpkg changes its root file system)
+# with nothing of this build in its environment: install, list,
 # read the man page, remove
-(cd "$IBSHARE_BUILDDIR" && "$IBSHARE_SRCDIR/contrib/vm/run" --no-pass-env sh -c '
+(cd "$IBSHARE_BUILDDIR" && "$IBSHARE_SRCDIR/contrib/vm/run" --no-session --no-pass-env sh -c '
     run() { name=$1; shift; "$@" > "$dir/$name" 2> "$dir/$name.err"; echo $? > "$dir/$name.rc"; }
     dir=$1 deb=$2 module=$3
     # man-db re-indexes every page on each dpkg run: minutes under TCG, and

@@ -10,10 +10,12 @@
  * Run with 2 or more ranks (test/guest/mpi.sh runs it with the module
  * preloaded and pml ucx, osc ucx).
  *
- *   mpi_check [LARGE_DEPTH]
+ *   mpi_check [LARGE_DEPTH [MAX_SIZE]]
  *
  * LARGE_DEPTH (default 4, 1 to 32): the non-blocking checks' messages
- * outstanding per peer at 1 MiB and above. Across the test bed's two nodes
+ * outstanding per peer at 1 MiB and above. MAX_SIZE (default 4194304, at
+ * least 65536): the point-to-point and one-sided checks stop at this
+ * message size. Across the test bed's two nodes
  * (test/guest/multinode_mpi.sh) the default's 128 MiB each way at 4 MiB
  * takes minutes over a link that carries about 2 MB/s each way.
  */
@@ -204,6 +206,12 @@ static int p2p_sendrecv(size_t len)
 }
 
 static int large_depth = 4;
+static size_t max_size  = 4 << 20;
+
+static size_t min_size(size_t a, size_t b)
+{
+    return (a < b) ? a : b;
+}
 
 static int nb_depth(size_t len)
 {
@@ -600,7 +608,7 @@ static int rma_accumulate(window_t *w, int lock)
 static void pingpong(void)
 {
     const int lat_iters = 1000, bw_iters = 20, warmup = 10;
-    const size_t bw_len = 1 << 20;
+    const size_t bw_len = min_size(1 << 20, max_size);
     char *buf = xmalloc(bw_len);
     MPI_Request *reqs = xmalloc(sizeof(MPI_Request) * (size_t)bw_iters);
     double t0 = 0, lat = 0, bw = 0;
@@ -654,8 +662,8 @@ static void pingpong(void)
         bw = 3.0 * bw_iters * (double)bw_len / (MPI_Wtime() - t0) / 1e6;
     }
     if (rank == 0) {
-        printf("mpi_check: ping-pong 0<->1: 8 B latency %.2f us, 1 MiB "
-               "bandwidth %.1f MB/s (informative)\n", lat, bw);
+        printf("mpi_check: ping-pong 0<->1: 8 B latency %.2f us, %zu B "
+               "bandwidth %.1f MB/s (informative)\n", lat, bw_len, bw);
         fflush(stdout);
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -692,6 +700,21 @@ int main(int argc, char **argv)
         }
         large_depth = (int)depth;
     }
+    if (argc > 2) {
+        char *end;
+        unsigned long long size = strtoull(argv[2], &end, 10);
+
+        if ((end == argv[2]) || (*end != '\0') || (size < 65536) ||
+            (size > (4 << 20))) {
+            if (rank == 0) {
+                fprintf(stderr, "mpi_check: MAX_SIZE '%s': want 65536 to "
+                        "4194304\n", argv[2]);
+            }
+            MPI_Finalize();
+            return 1;
+        }
+        max_size = (size_t)size;
+    }
     if (nranks < 2) {
         if (rank == 0) {
             fprintf(stderr, "mpi_check: needs at least 2 ranks\n");
@@ -705,7 +728,7 @@ int main(int argc, char **argv)
     }
     record_since = MPI_Wtime();
 
-    for (s = 0; s < NUM_P2P_SIZES; ++s) {
+    for (s = 0; (s < NUM_P2P_SIZES) && (p2p_sizes[s] <= max_size); ++s) {
         len = p2p_sizes[s];
         record(p2p_ring(len), "p2p blocking send/recv ring, %zu B", len);
         record(p2p_sendrecv(len), "p2p sendrecv with every rank, %zu B", len);
@@ -724,8 +747,9 @@ int main(int argc, char **argv)
 
         ok &= coll_bcast(1, root);
         ok &= coll_bcast(8192, root);
-        ok &= coll_bcast(1 << 20, root);
-        record(ok, "MPI_Bcast from root %d, 1 B, 8 KiB, 1 MiB", root);
+        ok &= coll_bcast(min_size(1 << 20, max_size), root);
+        record(ok, "MPI_Bcast from root %d, 1 B, 8 KiB, %zu B", root,
+               min_size(1 << 20, max_size));
     }
     for (i = 0; i < 3; ++i) {
         record(coll_allreduce(allreduce_counts[i]),
@@ -741,7 +765,8 @@ int main(int argc, char **argv)
         for (lock = 0; lock <= 1; ++lock) {
             const char *epoch = lock ? "lock/unlock" : "fence";
 
-            for (s = 0; s < NUM_RMA_SIZES; ++s) {
+            for (s = 0; (s < NUM_RMA_SIZES) && (rma_sizes[s] <= max_size);
+                 ++s) {
                 len = rma_sizes[s];
                 record(rma_put(&w, len, lock), "%s MPI_Put to every rank, %s, "
                        "%zu B", w.kind, epoch, len);

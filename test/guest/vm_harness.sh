@@ -1,20 +1,80 @@
 #!/bin/sh
-# The QEMU test bed reports the guest command's status and has rxe0.
+# The QEMU test bed reports the guest command's status and has rxe0, in a
+# guest of its own and in a session (contrib/vm/run --serve; contrib/check
+# runs the guest tests in sessions), where a command also ends by its
+# timeout, leaves no process and no file in /tmp behind, and boots nothing.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
-in_guest ibv_devices > "$tmpdir/out" 2>&1
-rc=$?
-cat "$tmpdir/out"
-check "ibv_devices exits 0 in the guest" test "$rc" -eq 0
-check "ibv_devices lists rxe0" grep -q "rxe0" "$tmpdir/out"
+# harness LABEL [run options]: the checks, through in_guest with the options
+harness() {
+    label=$1
+    shift
+    in_guest "$@" ibv_devices > "$tmpdir/out" 2>&1
+    rc=$?
+    cat "$tmpdir/out"
+    check "$label: ibv_devices exits 0 in the guest" test "$rc" -eq 0
+    check "$label: ibv_devices lists rxe0" grep -q "rxe0" "$tmpdir/out"
 
-in_guest false
-check "false exits 1" test $? -eq 1
+    in_guest "$@" false
+    check "$label: false exits 1" test $? -eq 1
 
-in_guest sh -c 'echo "$IBSHARE_MODULE" > "$1/module"; exit 7' sh "$tmpdir"
+    rm -f "$tmpdir/module"
+    in_guest "$@" sh -c 'echo "$IBSHARE_MODULE" > "$1/module"; exit 7' sh \
+        "$tmpdir"
+    rc=$?
+    check "$label: exit status 7 comes back" test "$rc" -eq 7
+    check "$label: the guest wrote into the host's shared directory" \
+          grep -qx "$IBSHARE_MODULE" "$tmpdir/module"
+
+    in_guest "$@" sh -c 'echo out; echo err >&2; echo err2 > /dev/stderr' \
+        > "$tmpdir/o" 2> "$tmpdir/e"
+    check "$label: stdout and stderr apart (re-opening /dev/stderr too)" \
+        sh -c "test \"\$(cat '$tmpdir/o')\" = out &&
+               grep -qx err '$tmpdir/e' && grep -qx err2 '$tmpdir/e'"
+}
+
+harness "own guest" --no-session
+
+# A session of the test's own (the provider of the test's mode)
+session=$tmpdir/session
+opt=
+[ "$IBSHARE_TEST_MODE" = shared ] && opt=--import
+# shellcheck disable=SC2086  # (an option or none)
+(cd "$IBSHARE_BUILDDIR" && exec "$IBSHARE_SRCDIR/contrib/vm/run" \
+    --serve "$session" --timeout 900 $opt) > "$tmpdir/session.log" 2>&1 &
+session_pid=$!
+i=0
+while [ ! -f "$session/conf" ] && [ $i -lt 600 ] &&
+      kill -0 "$session_pid" 2>/dev/null; do
+    sleep 0.25
+    i=$((i + 1))
+done
+check "run --serve starts a session" test -f "$session/conf"
+IBSHARE_VM_SESSIONS=$session
+export IBSHARE_VM_SESSIONS
+boots=$tmpdir/boots
+IBSHARE_VM_BOOT_LOG=$boots
+export IBSHARE_VM_BOOT_LOG
+
+harness "session"
+start=$(date +%s)
+in_guest --timeout 5 sh -c 'sleep 1000 & touch /tmp/left; sleep 1000'
 rc=$?
-check "exit status 7 comes back" test "$rc" -eq 7
-check "the guest wrote into the host's shared directory" \
-      grep -qx "$IBSHARE_MODULE" "$tmpdir/module"
+took=$(($(date +%s) - start))
+check "session: the timeout kills the command: status 124 ($rc), long\
+ before its sleep ends ($took s)" test "$rc" -eq 124 -a "$took" -lt 500
+in_guest sh -c '! grep -q -x sleep /proc/[0-9]*/comm && test ! -e /tmp/left'
+check "session: the next command finds no process and no /tmp file of\
+ the last" test $? -eq 0
+n=$(grep -c ' boot' "$boots" 2>/dev/null)
+check "session: its commands booted no guest (${n:-0} boots)" \
+    test "${n:-0}" -eq 0
+
+: > "$session/stop"
+wait "$session_pid"
+rc=$?
+check "the session ends when told (status $rc), its directory gone" \
+    test "$rc" -eq 0 -a ! -e "$session"
+unset IBSHARE_VM_SESSIONS
 
 finish

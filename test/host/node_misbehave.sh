@@ -30,7 +30,8 @@ for fault in stall garbage truncated; do
     rc=$?
     took=$(($(date +%s) - start))
     check "$fault: the misled joiner failed (rc $rc)" test $rc -eq 1
-    check "$fault: within its 2 s timeout ($took s)" test $took -le 4
+    check "$fault: after its 2 s timeout, not the default 30 s ($took s)" \
+          test $took -lt 10
     check "$fault: without leaking an fd" \
           grep -q "^failed .* fdleak=0" "$tmpdir/V.$fault"
     case $fault in

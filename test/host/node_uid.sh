@@ -52,7 +52,7 @@ rc=$?
 took=$(($(date +%s) - start))
 cat "$tmpdir/req.out"
 check "root's joiner refuses nobody's server (rc $rc)" test $rc -eq 1
-check "at once, not after its timeout ($took s)" test $took -le 1
+check "at once, not after its 5 s timeout ($took s)" test $took -lt 5
 check "naming the server's uid" \
       grep -q "runs as uid $nobody_uid, not as our uid 0" "$tmpdir/req.out"
 
