@@ -77,4 +77,30 @@ check "the session ends when told (status $rc), its directory gone" \
     test "$rc" -eq 0 -a ! -e "$session"
 unset IBSHARE_VM_SESSIONS
 
+# A session whose shared directory lies under the host's /tmp, which the
+# guest's own /tmp covers: emptying its /tmp between jobs must leave the
+# host's files alone (it did not once, and removed a CI clone's build)
+hosttmp=$(mktemp -d /tmp/ibshare-vm_harness.XXXXXX)
+echo keep > "$hosttmp/marker"
+(cd "$hosttmp" && exec "$IBSHARE_SRCDIR/contrib/vm/run" --serve \
+    "$hosttmp/session" --timeout 300) > "$tmpdir/session2.log" 2>&1 &
+session_pid=$!
+i=0
+while [ ! -f "$hosttmp/session/conf" ] && [ $i -lt 600 ] &&
+      kill -0 "$session_pid" 2>/dev/null; do
+    sleep 0.25
+    i=$((i + 1))
+done
+for n in 1 2; do
+    (cd "$hosttmp" && IBSHARE_VM_SESSIONS=$hosttmp/session \
+        "$IBSHARE_SRCDIR/contrib/vm/run" sh -c 'cat marker && touch /tmp/x')
+    check "session in the host's /tmp, job $n: the host's file is there" \
+        test $? -eq 0
+done
+check "the host's files under /tmp outlive the session's jobs" \
+    test "$(cat "$hosttmp/marker" 2>/dev/null)" = keep
+: > "$hosttmp/session/stop"
+wait "$session_pid"
+rm -rf "$hosttmp"
+
 finish
