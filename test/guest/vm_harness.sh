@@ -66,6 +66,13 @@ check "session: the timeout kills the command: status 124 ($rc), long\
 in_guest sh -c '! grep -q -x sleep /proc/[0-9]*/comm && test ! -e /tmp/left'
 check "session: the next command finds no process and no /tmp file of\
  the last" test $? -eq 0
+# Jobs back to back: the host removes each job while the guest looks for
+# the next (a job seen half removed once ended the session's init)
+ok=0
+for i in $(seq 30); do
+    in_guest true && ok=$((ok + 1))
+done
+check "session: 30 commands back to back all exit 0 ($ok)" test "$ok" -eq 30
 n=$(grep -c ' boot' "$boots" 2>/dev/null)
 check "session: its commands booted no guest (${n:-0} boots)" \
     test "${n:-0}" -eq 0
