@@ -4,10 +4,9 @@
 # test/guest/mpi_check (point-to-point, collectives, one-sided with osc ucx;
 # every byte checked) passes on the 2 x 2 ranks over UCX_TLS=rc_share,self
 # and over rc_share,sm,self (in shared mode the first only), with pml ucx on
-# every rank. Messages go up to 64 KiB (rendezvous already: CI's time; 4 MiB
-# took 150 s of each job's 240 s over the slow link); IBSHARE_TEST_LONG=1
-# (contrib/check --long) runs them to 4 MiB, and both jobs in both modes.
-# 4 MiB on one node: mpi.sh.
+# every rank. Messages go up to 64 KiB (max_size below), 4 MiB with
+# IBSHARE_TEST_LONG=1 (contrib/check --long), which also runs both jobs in
+# both modes.
 # The lanes: rc_share (or self) only in the first job; in the second, the
 # endpoints that have no shared-memory transport (those to the other node)
 # use rc_share. While each job runs, ibshare_info on each node shows one
@@ -32,10 +31,10 @@ mpi_timeout=600
 # failed the same way there). A dead peer is multinode_failure.sh's business.
 large_depth=2
 if [ "${IBSHARE_TEST_MODE:-}" = shared ]; then rc_timeout=4s; else rc_timeout=2s; fi
-# Messages to 64 KiB (rendezvous, many packets each) by default: the 1 MiB
-# rows took 130 of the 144 s of mpi_check in a shared-mode job (CI, fresh
-# machine, 2026-12-03); up to 4 MiB with IBSHARE_TEST_LONG=1. The one-node
-# MPI tests go to 4 MiB.
+# Messages to 64 KiB (rendezvous already, many packets each) by default:
+# the 1 MiB rows took 130 of the 144 s of mpi_check in a shared-mode job
+# (CI, fresh machine, 2026-12-03), 4 MiB took 150 s of a 240 s job. The
+# one-node MPI tests (mpi.sh) go to 4 MiB.
 if [ "${IBSHARE_TEST_LONG:-0}" = 1 ]; then
     max_size=4194304
 else
