@@ -7,7 +7,7 @@
  */
 #include "ibshare_device.h"
 #include "ibshare_md.h"
-#include "rc_share.h"
+#include "rc/rc_share.h"
 
 #include <ucs/type/class.h>
 #include <ucs/sys/compiler_def.h>

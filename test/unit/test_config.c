@@ -2,7 +2,7 @@
  * Component registration and configuration tables.
  */
 #include "ibshare_md.h"
-#include "rc_share.h"
+#include "rc/rc_share.h"
 
 #include <uct/api/uct.h>
 #include <ucs/config/parser.h>

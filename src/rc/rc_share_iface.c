@@ -4,6 +4,7 @@
  */
 #include "rc_share.h"
 #include "rc_share_conn.h"
+#include "rc_share_qp.h"
 #include "ibshare_device.h"
 
 #include <ucs/arch/bitops.h>
@@ -32,6 +33,10 @@
 #define UCT_RC_SHARE_RNR_TIMEOUT_MAX  0.65536
 /* The handshake's and the check's: longer only looks like a hang */
 #define UCT_RC_SHARE_CONN_TIME_MAX    3600.0
+#define UCT_RC_SHARE_MAX_CONNS_MAX    1048576
+/* The AM flags a receiver knows */
+#define UCT_RC_SHARE_IMM_KNOWN        (UCT_RC_SHARE_IMM_AM_MASK | \
+                                       UCT_RC_SHARE_IMM_FC_MASK)
 
 
 ucs_config_field_t uct_rc_share_iface_config_table[] = {
@@ -187,6 +192,15 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      "(TCG) guest. Above 0, at most 1 hour.",
      ucs_offsetof(uct_rc_share_iface_config_t, check_timeout),
      UCS_CONFIG_TYPE_TIME},
+
+    {"MAX_CONNS", "4096",
+     "Most connections of an iface: one per pair of ifaces that talk, in\n"
+     "either direction or both. A connection request past it is refused\n"
+     "(the requester's endpoint fails with \"no resources\"), as is a new\n"
+     "endpoint. Bounds the QPs and memory a peer can make an iface hold.\n"
+     "1 to 1048576.",
+     ucs_offsetof(uct_rc_share_iface_config_t, max_conns),
+     UCS_CONFIG_TYPE_UINT},
 
     {NULL}
 };
@@ -411,15 +425,9 @@ uct_rc_share_iface_get_device_address(uct_iface_h tl_iface,
 static ucs_status_t uct_rc_share_iface_get_address(uct_iface_h tl_iface,
                                                    uct_iface_addr_t *addr)
 {
-    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
-                                                 uct_rc_share_iface_t);
-    uct_rc_share_iface_addr_t *iface_addr = (uct_rc_share_iface_addr_t*)addr;
-    uint32_t qpn = uct_rc_share_conn_ud_qpn(iface);
-
-    iface_addr->qpn[0] = qpn & 0xff;
-    iface_addr->qpn[1] = (qpn >> 8) & 0xff;
-    iface_addr->qpn[2] = (qpn >> 16) & 0xff;
-    iface_addr->mtu    = iface->config.path_mtu;
+    uct_rc_share_conn_iface_addr(ucs_derived_of(tl_iface,
+                                                uct_rc_share_iface_t),
+                                 (uct_rc_share_iface_addr_t*)addr);
     return UCS_OK;
 }
 
@@ -523,29 +531,28 @@ static void uct_rc_share_iface_refill_rx(uct_rc_share_iface_t *iface)
 }
 
 /*
- * Flow control flags of a received message. A pure grant (returns 1: no
- * AM) restores the window of the endpoint whose QP it came on; a request
- * for credits is granted on the passive QP it came on (returns 0: the AM
- * goes on). Once per half window of a sender: the lookups walk lists.
+ * A message that is no valid active message of ours (no immediate data,
+ * an AM id past UCT_AM_ID_MAX, flags we do not know): dropped and
+ * counted, with a warning at most once a second. Only a peer we connected
+ * with can send on the connection, but a broken or malicious one must not
+ * abort the process (UCX's handler table asserts on the id).
  */
-static UCS_F_NOINLINE int
-uct_rc_share_iface_fc_rx(uct_rc_share_iface_t *iface, const struct ibv_wc *wc,
-                         uint32_t imm)
+static UCS_F_NOINLINE void
+uct_rc_share_iface_rx_drop(uct_rc_share_iface_t *iface,
+                           const struct ibv_wc *wc, const char *why)
 {
-    uct_rc_share_ep_t *ep;
+    ucs_time_t now = ucs_get_time();
 
-    if (imm & UCT_RC_SHARE_IMM_FC_PURE_GRANT) {
-        ucs_list_for_each(ep, &iface->ep_list, list) {
-            if (ep->qp->qp_num == wc->qp_num) {
-                uct_rc_share_ep_fc_grant(ep);
-                break;
-            }
-        }
-        return 1;
+    ++iface->counters.rx_dropped;
+    if ((iface->rx_drop_logged == 0) ||
+        (now - iface->rx_drop_logged >= ucs_time_from_sec(1.0))) {
+        iface->rx_drop_logged = now;
+        ucs_warn("%s:%d: dropped a message on QP 0x%x: %s (opcode %d, "
+                 "flags 0x%x, immediate 0x%x, %u bytes; %" PRIu64 " dropped "
+                 "in all)", iface->md->dev_name, iface->port_num, wc->qp_num,
+                 why, wc->opcode, wc->wc_flags, ntohl(wc->imm_data),
+                 wc->byte_len, iface->counters.rx_dropped);
     }
-
-    uct_rc_share_conn_fc_grant(iface, wc->qp_num);
-    return 0;
 }
 
 static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
@@ -585,8 +592,19 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
         }
 
         imm = ntohl(wc[i].imm_data);
+        if (ucs_unlikely((wc[i].opcode != IBV_WC_RECV) ||
+                         !(wc[i].wc_flags & IBV_WC_WITH_IMM) ||
+                         (imm & ~UCT_RC_SHARE_IMM_KNOWN) ||
+                         ((imm & UCT_RC_SHARE_IMM_AM_MASK) >=
+                          UCT_AM_ID_MAX))) {
+            uct_rc_share_iface_rx_drop(iface, &wc[i],
+                                       "not an active message of rc_share");
+            ucs_mpool_put_inline(desc);
+            continue;
+        }
+
         if (ucs_unlikely(imm & UCT_RC_SHARE_IMM_FC_MASK) &&
-            uct_rc_share_iface_fc_rx(iface, &wc[i], imm)) {
+            uct_rc_share_conn_fc_rx(iface, wc[i].qp_num, imm)) {
             ucs_mpool_put_inline(desc); /* a pure grant */
             continue;
         }
@@ -624,54 +642,35 @@ static void uct_rc_share_iface_drain_backlogs(uct_rc_share_iface_t *iface)
     uct_rc_share_ep_t *ep;
 
     while (!ucs_list_is_empty(&iface->draining)) {
-        ep = ucs_list_head(&iface->draining, uct_rc_share_ep_t, conn_list);
+        ep = ucs_list_head(&iface->draining, uct_rc_share_ep_t, drain_list);
         uct_rc_share_ep_backlog_drain(ep);
         if (!ucs_list_is_empty(&iface->draining) &&
             (ucs_list_head(&iface->draining, uct_rc_share_ep_t,
-                           conn_list) == ep)) {
+                           drain_list) == ep)) {
             break; /* still short of CQ entries */
         }
     }
 }
 
-/* Returns the endpoint if this completion newly failed it */
-static uct_rc_share_ep_t *
-uct_rc_share_iface_tx_completion(uct_rc_share_iface_t *iface,
-                                 const struct ibv_wc *wc)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_wc_status(enum ibv_wc_status status)
 {
-    uct_rc_share_ep_t *ep     = uct_rc_share_wr_id_ep(wc->wr_id);
-    uct_rc_share_ep_t *failed = NULL;
-    ucs_status_t status;
-
-    if (ucs_likely(wc->status == IBV_WC_SUCCESS)) {
-        status = UCS_OK;
-    } else {
-        status = (wc->status == IBV_WC_WR_FLUSH_ERR) ? UCS_ERR_CANCELED :
-                 (wc->status == IBV_WC_RETRY_EXC_ERR) ||
-                 (wc->status == IBV_WC_RNR_RETRY_EXC_ERR) ?
-                         UCS_ERR_ENDPOINT_TIMEOUT : UCS_ERR_CONNECTION_RESET;
-        if ((ep->state != UCT_RC_SHARE_EP_FAILED) &&
-            (ep->state != UCT_RC_SHARE_EP_ZOMBIE) &&
-            (wc->status != IBV_WC_WR_FLUSH_ERR)) {
-            ucs_diag("%s:%d: ep %p QP 0x%x: send completion error: %s",
-                     iface->md->dev_name, iface->port_num, ep, wc->qp_num,
-                     ibv_wc_status_str(wc->status));
-        }
-        if (uct_rc_share_ep_set_failed(ep, status)) {
-            failed = ep;
-        }
+    if (ucs_likely(status == IBV_WC_SUCCESS)) {
+        return UCS_OK;
+    } else if (status == IBV_WC_WR_FLUSH_ERR) {
+        return UCS_ERR_CANCELED;
+    } else if ((status == IBV_WC_RETRY_EXC_ERR) ||
+               (status == IBV_WC_RNR_RETRY_EXC_ERR)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
     }
-
-    /* Delivers what this WR and the unsignaled ones before it leave, and
-     * returns their send-queue slots and CQ entries */
-    uct_rc_share_ep_tx_complete(ep, uct_rc_share_wr_id_sn(wc->wr_id), status);
-    return failed;
+    return UCS_ERR_CONNECTION_RESET;
 }
 
 static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
-    uct_rc_share_ep_t *failed[UCT_RC_SHARE_POLL_BATCH];
+    uct_rc_share_conn_t *failed[UCT_RC_SHARE_POLL_BATCH];
+    uct_rc_share_conn_t *conn;
     int i, n, num_failed = 0;
 
     n = uct_rc_share_cq_poll(iface->send_cq, &iface->send_stash,
@@ -681,15 +680,23 @@ static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
     }
 
     for (i = 0; i < n; ++i) {
-        failed[num_failed] = uct_rc_share_iface_tx_completion(iface, &wc[i]);
-        num_failed        += failed[num_failed] != NULL;
+        /* Delivers what this WR and the unsignaled ones before it leave,
+         * and returns their send-queue slots and CQ entries */
+        conn = uct_rc_share_wr_id_owner(wc[i].wr_id);
+        if (uct_rc_share_conn_tx_complete(conn,
+                                          uct_rc_share_wr_id_sn(wc[i].wr_id),
+                                          uct_rc_share_wc_status(
+                                                  wc[i].status))) {
+            failed[num_failed++] = conn;
+        }
     }
 
     /* Reported after the batch: the handler may destroy the endpoint */
     for (i = 0; i < num_failed; ++i) {
-        uct_rc_share_ep_report_failure(failed[i]);
+        uct_rc_share_conn_report_failure(failed[i]);
     }
 
+    uct_rc_share_conn_grants_progress(iface);
     if (ucs_unlikely(!ucs_list_is_empty(&iface->draining))) {
         uct_rc_share_iface_drain_backlogs(iface);
     }
@@ -707,8 +714,6 @@ static unsigned uct_rc_share_iface_progress(uct_iface_h tl_iface)
 
     count  = uct_rc_share_iface_poll_rx(iface);
     count += uct_rc_share_iface_poll_tx(iface);
-    count += uct_rc_share_conn_progress(iface);
-    count += uct_rc_share_conn_grants_progress(iface);
     /* A handshake event that came while the async context was blocked
      * waits in its missed queue, and only this runs it: UCP does it in its
      * progress, a plain UCT user (ucx_perftest) may not */
@@ -754,17 +759,16 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
     }
 
     /* A completion that arrived after the last progress and before arming
-     * raises no event; nor does a handshake retry, which only progress
-     * times, or a connected endpoint's backlog, which progress posts. Nor
-     * the deadline of a liveness check in flight, or its answer "no such
-     * connection", which progress acts on: a sleeper would learn of a dead
-     * peer only when something else woke it (UCP's keepalive timer, one
-     * interval later, 20 s by default), a UCT user maybe never. A live
-     * peer answers within a round trip, so that is what polling costs it;
-     * a dead one, CHECK_TIMEOUT once. */
+     * raises no event; nor does what the handshake's async side queues
+     * for progress (a connection ready or failed, a liveness check's
+     * verdict: a sleeper would learn of a dead peer only when something
+     * else woke it, UCP's keepalive timer one interval later, a UCT user
+     * maybe never), or a connected endpoint's backlog, which progress
+     * posts. A live peer answers within a round trip, so that is what
+     * polling costs it; a dead one, CHECK_TIMEOUT once. */
     if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
         uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
-        uct_rc_share_conn_busy(iface)) {
+        uct_rc_share_conn_busy(iface) || !ucs_list_is_empty(&iface->draining)) {
         return UCS_ERR_BUSY;
     }
 
@@ -803,7 +807,7 @@ static ucs_status_t uct_rc_share_iface_fence(uct_iface_h tl_iface,
     uct_rc_share_ep_t *ep;
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        ep->fence = 1;
+        ep->txq->fence = 1;
     }
     return UCS_OK;
 }
@@ -841,7 +845,7 @@ static ucs_status_t uct_rc_share_iface_create_queues(
                   config->rx_queue_len);
         return UCS_ERR_NO_RESOURCE;
     }
-    iface->tx_cq_available = config->tx_cq_len;
+    iface->tx.cq_available = config->tx_cq_len;
 
     memset(&srq_attr, 0, sizeof(srq_attr));
     srq_attr.attr.max_wr  = config->rx_queue_len;
@@ -973,7 +977,9 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
         !uct_rc_share_config_time_ok("CHECK_TIMEOUT", config->check_timeout,
                                      UCT_RC_SHARE_CONN_TIME_MAX) ||
         !uct_rc_share_config_uint_ok("FC_WND_SIZE", config->fc_wnd_size, 1,
-                                     INT16_MAX)) {
+                                     INT16_MAX) ||
+        !uct_rc_share_config_uint_ok("MAX_CONNS", config->max_conns, 1,
+                                     UCT_RC_SHARE_MAX_CONNS_MAX)) {
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -1008,7 +1014,7 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.seg_size           = config->seg_size;
     iface->config.max_am_hdr         = ucs_min(config->seg_size / 2, 256);
     iface->config.tx_qp_len          = config->tx_queue_len;
-    iface->config.tx_moderation      = ucs_min(config->tx_cq_moderation,
+    iface->tx.moderation             = ucs_min(config->tx_cq_moderation,
                                                ucs_min(config->tx_queue_len,
                                                        config->tx_cq_len) / 4);
     iface->config.max_inline         = config->max_inline;
@@ -1035,6 +1041,7 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
     iface->config.check_timeout      = ucs_time_from_sec(config->check_timeout);
+    iface->config.max_conns          = config->max_conns;
     iface->config.fc_enabled         = config->fc_enable;
     iface->config.fc_wnd_size        = config->fc_wnd_size;
     iface->config.fc_soft_thresh     = ucs_max((int)(config->fc_soft_thresh *
@@ -1092,13 +1099,8 @@ static ucs_mpool_ops_t uct_rc_share_backlog_mpool_ops = {
 
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
-    uct_rc_share_ep_t *ep, *tmp;
-
     uct_rc_share_conn_async_stop(iface);
-    ucs_list_for_each_safe(ep, tmp, &iface->zombie_eps, list) {
-        uct_rc_share_ep_zombie_release(ep);
-    }
-    uct_rc_share_conn_cleanup(iface);
+    uct_rc_share_conn_iface_cleanup(iface);
     if (iface->backlog_mp.data != NULL) {
         ucs_mpool_cleanup(&iface->backlog_mp, 1);
     }
@@ -1157,13 +1159,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->id           = ucs_generate_uuid((uintptr_t)self);
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
-    ucs_list_head_init(&self->zombie_eps);
     ucs_list_head_init(&self->draining);
-    self->conn.ready_prog_id = UCS_CALLBACKQ_ID_NULL; /* 0 is an id */
-    ucs_list_head_init(&self->conn.connecting);
-    ucs_list_head_init(&self->conn.checking);
-    ucs_list_head_init(&self->conn.passive);
-    ucs_list_head_init(&self->conn.retired_ahs);
     ucs_arbiter_init(&self->arbiter);
 
     status = uct_rc_share_iface_config_check(config);
@@ -1284,21 +1280,21 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
-    status = uct_rc_share_conn_init(self);
+    status = uct_rc_share_conn_iface_init(self);
     if (status != UCS_OK) {
         goto err;
     }
 
     /* Last: from here the async context may answer handshakes */
-    status = uct_rc_share_conn_async_start(self);
+    status = uct_rc_share_conn_async_start(self, params);
     if (status != UCS_OK) {
         goto err;
     }
 
-    ucs_debug("%s:%d: rc_share iface %p: GID index %d, MTU %d, inline %u, "
-              "UD QP 0x%x", md->dev_name, self->port_num, self,
+    ucs_debug("%s:%d: rc_share iface %p (0x%" PRIx64 "): GID index %d, MTU "
+              "%d, inline %u", md->dev_name, self->port_num, self, self->id,
               self->gid_index, 128 << self->config.path_mtu,
-              self->config.max_inline, uct_rc_share_conn_ud_qpn(self));
+              self->config.max_inline);
     return UCS_OK;
 
 err:
@@ -1318,10 +1314,15 @@ static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_iface_t)
     ucs_info("rc_share %s:%d: sent %" PRIu64 " AM (%" PRIu64 " bytes), %"
              PRIu64 " put (%" PRIu64 " bytes), %" PRIu64 " get (%" PRIu64
              " bytes), %" PRIu64 " atomics; received %" PRIu64 " AM (%" PRIu64
-             " bytes); %" PRIu64 " endpoints, %" PRIu64 " passive QPs",
-             self->md->dev_name, self->port_num, c->am_ops, c->am_bytes,
-             c->put_ops, c->put_bytes, c->get_ops, c->get_bytes,
-             c->atomic_ops, c->rx_ops, c->rx_bytes, c->eps, c->passive_qps);
+             " bytes); %" PRIu64 " endpoints, %" PRIu64 " connections (%"
+             PRIu64 " opened by peers), %u left; dropped %" PRIu64
+             " messages, %" PRIu64 " handshake messages; refused %" PRIu64
+             " connections", self->md->dev_name, self->port_num, c->am_ops,
+             c->am_bytes, c->put_ops, c->put_bytes, c->get_ops, c->get_bytes,
+             c->atomic_ops, c->rx_ops, c->rx_bytes, c->eps, c->conns,
+             c->conns_by_peers,
+             (self->conn != NULL) ? uct_rc_share_conn_count(self) : 0,
+             c->rx_dropped, c->hs_dropped, c->hs_refused);
 
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);

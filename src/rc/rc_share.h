@@ -3,9 +3,15 @@
  *
  * Every rank has its own CQs, SRQ and RC QPs on the PD the md provides. An
  * endpoint connects to a remote iface address by itself: a handshake over a
- * UD QP of each iface (rc_share_conn.c) creates a passive RC QP at the target
- * that is the peer of the endpoint's QP. So UCP needs no auxiliary transport
- * (which would open a second device context) for wire-up.
+ * UD QP of each iface (rc_share_conn.c) makes one RC connection per pair of
+ * ifaces, which carries both directions: this iface's endpoint to the peer
+ * and the peer's endpoint to this iface. So UCP needs no auxiliary
+ * transport (which would open a second device context) for wire-up.
+ *
+ * Layers, each using only those below it: the iface and the endpoints
+ * (rc_share_iface.c, rc_share_ep.c), the connections (rc_share_conn.c; it
+ * tells an endpoint of its connection's state through callbacks), the send
+ * queue of a QP (rc_share_txq.c), the verbs objects (rc_share_qp.c).
  */
 #ifndef UCT_RC_SHARE_H_
 #define UCT_RC_SHARE_H_
@@ -60,6 +66,7 @@ typedef struct uct_rc_share_iface_config {
     double                    conn_timeout; /* handshake: give up after */
     double                    conn_retry;   /* handshake: resend after */
     double                    check_timeout; /* ep_check: give up after */
+    unsigned                  max_conns;    /* connections of the iface */
     int                       fc_enable;
     unsigned                  fc_wnd_size;
     double                    fc_soft_thresh;
@@ -79,6 +86,9 @@ typedef struct UCS_S_PACKED uct_rc_share_device_addr {
 typedef struct UCS_S_PACKED uct_rc_share_iface_addr {
     uint8_t                   qpn[3];       /* UD QP of the handshake */
     uint8_t                   mtu;          /* enum ibv_mtu of our port */
+    uint64_t                  id;           /* the iface, among all */
+    uint64_t                  secret;       /* what a handshake message to
+                                               it must carry */
 } uct_rc_share_iface_addr_t;
 
 
@@ -129,27 +139,21 @@ typedef struct uct_rc_share_rx_desc {
 } uct_rc_share_rx_desc_t;
 
 
-/* The target side of a connection: a QP that only responds */
-typedef struct uct_rc_share_passive {
-    ucs_list_link_t           list;
-    ucs_list_link_t           owed;         /* conn.grants_owed */
-    int                       grant_owed;
-    struct ibv_qp             *qp;
-    struct ibv_ah             *ah;          /* to answer the requester */
-    uint64_t                  src_iface_id;
-    uint64_t                  src_conn_id;
-    uint32_t                  remote_qpn;   /* the requester's QP */
-    uint32_t                  psn;
-} uct_rc_share_passive_t;
-
-
 typedef struct uct_rc_share_counters {
     uint64_t                  am_ops,  am_bytes;
     uint64_t                  put_ops, put_bytes;
     uint64_t                  get_ops, get_bytes;
     uint64_t                  atomic_ops;
     uint64_t                  rx_ops,  rx_bytes;
-    uint64_t                  eps, passive_qps;
+    uint64_t                  eps;
+    uint64_t                  conns;        /* made, ours and the peers' */
+    uint64_t                  conns_by_peers;
+    uint64_t                  rx_dropped;   /* messages that were no valid
+                                               active message */
+    uint64_t                  hs_dropped;   /* handshake messages dropped:
+                                               malformed, wrong secret, no
+                                               such connection */
+    uint64_t                  hs_refused;   /* requests refused (MAX_CONNS) */
 } uct_rc_share_counters_t;
 
 
@@ -165,6 +169,23 @@ typedef struct uct_rc_share_cq_stash {
 } uct_rc_share_cq_stash_t;
 
 
+typedef struct uct_rc_share_conn_iface uct_rc_share_conn_iface_t;
+
+/* The iface's send resources, which the send queue of every connection
+ * draws from (rc_share_txq.h) */
+typedef struct uct_rc_share_tx_res {
+    int                       cq_available; /* every WR in flight holds one:
+                                               in error, unsignaled WRs
+                                               complete too */
+    unsigned                  tailed;       /* queues with unsignaled WRs
+                                               after their last signaled
+                                               one: each holds one more CQ
+                                               entry, for the NOP */
+    unsigned                  moderation;   /* unsignaled WRs in a row */
+    int                       desc_starved; /* a descriptor was refused;
+                                               cleared when one comes back */
+} uct_rc_share_tx_res_t;
+
 typedef struct uct_rc_share_iface {
     uct_base_iface_t          super;
     uct_ibshare_md_t          *md;
@@ -173,7 +194,9 @@ typedef struct uct_rc_share_iface {
     struct ibv_port_attr      port_attr;
     uint8_t                   gid_index;
     union ibv_gid             gid;
-    uint64_t                  id;           /* tells handshakes apart */
+    uint64_t                  id;           /* tells ifaces apart */
+    uint64_t                  secret;       /* in our iface address: what a
+                                               stranger cannot know */
     int                       has_atomics;
 
     struct ibv_comp_channel   *comp_channel;
@@ -184,65 +207,23 @@ typedef struct uct_rc_share_iface {
     struct ibv_srq            *srq;
     ucs_mpool_t               tx_mp;
     ucs_mpool_t               rx_mp;
-    int                       tx_cq_available; /* every WR in flight holds
-                                                  one: in error, unsignaled
-                                                  WRs complete too */
-    int                       tx_desc_starved; /* a descriptor was refused;
-                                                  cleared when one comes
-                                                  back */
-    unsigned                  tx_tailed;    /* eps with unsignaled WRs after
-                                               their last signaled one: each
-                                               holds one more CQ entry, for
-                                               the WR that would report them */
+    uct_rc_share_tx_res_t     tx;           /* what every send queue draws
+                                               from */
     unsigned                  rx_to_post;   /* SRQ buffers to repost */
     ucs_arbiter_t             arbiter;      /* eps with pending requests */
     uct_recv_desc_t           release_desc;
     ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
-    ucs_list_link_t           draining;     /* eps posting their backlog
-                                               (conn_list) */
-
-    /*
-     * Connection handshake over UD. The UD CQ has a completion channel of
-     * its own, handled in the worker's async context, so that a target
-     * answers requests without calling progress. Everything here is
-     * touched under UCS_ASYNC_BLOCK of the worker's async context.
-     */
-    struct {
-        struct ibv_comp_channel *channel;
-        int                   handler_set;
-        struct ibv_cq         *cq;
-        struct ibv_qp         *qp;
-        ucs_list_link_t       connecting;   /* eps waiting for a reply */
-        ucs_list_link_t       checking;     /* eps whose liveness check is
-                                               in flight (check_list) */
-        ucs_list_link_t       ready;        /* eps whose QP is connected,
-                                               for the main thread */
-        uct_worker_cb_id_t    ready_prog_id;
-        ucs_list_link_t       passive;      /* uct_rc_share_passive_t */
-        ucs_list_link_t       retired_ahs;  /* freed when the UD sends end */
-        struct ibv_cq         *grant_cq;    /* sends of the passive QPs */
-        unsigned              grants_in_flight;
-        ucs_list_link_t       grants_owed;  /* passives whose grant waits
-                                               for grant_cq room */
-        uct_ibshare_buf_t     bufs;         /* rx_bufs, then tx_buf */
-        void                  *rx_bufs;
-        unsigned              rx_count;
-        void                  *tx_buf;
-        unsigned              tx_count;
-        unsigned              tx_next;
-        int                   tx_available;
-        uint64_t              next_conn_id;
-    } conn;
-
+    ucs_list_link_t           draining;     /* eps posting their backlog */
     ucs_list_link_t           ep_list;
-    ucs_list_link_t           zombie_eps;   /* destroyed, QP draining */
+
+    /* The connections and their handshake (rc_share_conn.c) */
+    uct_rc_share_conn_iface_t *conn;
 
     struct {
         size_t                seg_size;
         size_t                max_am_hdr;   /* am_zcopy header, in the
                                                descriptor */
         unsigned              tx_qp_len;
-        unsigned              tx_moderation; /* unsignaled WRs in a row */
         unsigned              max_inline;
         size_t                rx_payload_offset;
         size_t                rx_headroom_offset;
@@ -255,6 +236,7 @@ typedef struct uct_rc_share_iface {
         ucs_time_t            conn_timeout;
         ucs_time_t            conn_retry;
         ucs_time_t            check_timeout;
+        unsigned              max_conns;
         int                   fc_enabled;
         int                   fc_wnd_size;
         int                   fc_soft_thresh; /* window left: soft request */
@@ -262,6 +244,7 @@ typedef struct uct_rc_share_iface {
     } config;
 
     uct_rc_share_counters_t   counters;
+    ucs_time_t                rx_drop_logged; /* last warning of a drop */
 } uct_rc_share_iface_t;
 
 
@@ -306,60 +289,24 @@ uct_rc_share_cq_stash_fill(struct ibv_cq *cq, uct_rc_share_cq_stash_t *stash)
 typedef enum {
     UCT_RC_SHARE_EP_CONNECTING, /* until the QP is up and the backlog posted */
     UCT_RC_SHARE_EP_CONNECTED,
-    UCT_RC_SHARE_EP_FAILED,
-    UCT_RC_SHARE_EP_ZOMBIE      /* destroyed, waiting for its completions */
+    UCT_RC_SHARE_EP_FAILED
 } uct_rc_share_ep_state_t;
 
 
+typedef struct uct_rc_share_conn uct_rc_share_conn_t;
+typedef struct uct_rc_share_txq uct_rc_share_txq_t;
+
 typedef struct uct_rc_share_ep {
     uct_base_ep_t             super;
-    struct ibv_qp             *qp;
     uct_rc_share_ep_state_t   state;
+    uct_rc_share_txq_t        *txq;         /* the connection's send queue */
+    uct_rc_share_conn_t       *conn;        /* whose sending half is ours */
+    int                       *fc_wnd;      /* the connection's window */
     ucs_status_t              fail_status;
-    int                       sq_available;
-    int                       fc_wnd;       /* AMs the receiver takes
-                                               before it grants more */
-    int                       fence;        /* next WR waits for RDMA reads */
-    uint64_t                  tx_posted;    /* sequence number of the last WR */
-    uint64_t                  tx_completed; /* ... of the last one done */
-    unsigned                  tx_unsignaled; /* WRs since the last signaled */
-    unsigned                  tx_ops_mask;
-    uintptr_t                 *tx_ops;      /* by sequence number: what a WR
-                                               delivers when done (a
-                                               descriptor, or a completion
-                                               tagged UCT_RC_SHARE_TX_OP_COMP),
-                                               or 0 */
-    ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
-    ucs_queue_head_t          backlog;      /* uct_rc_share_backlog_op_t */
-    unsigned                  backlog_len;
     ucs_arbiter_group_t       arb_group;
     ucs_list_link_t           list;         /* iface->ep_list */
-
-    /* Handshake state */
-    ucs_list_link_t           conn_list;    /* while connecting: in
-                                               iface->conn.connecting, then
-                                               conn.ready, then draining */
-    ucs_status_t              conn_status;  /* of connecting the QP */
-    struct ibv_ah             *ah;          /* to the remote UD QP */
-    uint32_t                  remote_ud_qpn;
-    enum ibv_mtu              remote_mtu;
-    uct_rc_share_device_addr_t remote_dev;
-    uint64_t                  conn_id;
-    uint32_t                  psn;
-    ucs_time_t                conn_deadline;
-    ucs_time_t                conn_next_retry;
-    uint64_t                  remote_iface_id; /* of the REP */
-    uint32_t                  remote_qpn;   /* the passive QP, of the REP */
-
-    /* Liveness check (ep_check), under the async context's lock like the
-     * handshake */
-    ucs_list_link_t           check_list;   /* in iface->conn.checking, or
-                                               a failed list of progress */
-    int                       check_pending; /* on check_list */
-    ucs_status_t              check_status; /* INPROGRESS, or why it failed */
-    uint32_t                  check_sn;
-    ucs_time_t                check_deadline;
-    ucs_time_t                check_next_retry;
+    ucs_list_link_t           drain_list;   /* iface->draining */
+    int                       draining;     /* on it */
 } uct_rc_share_ep_t;
 
 
@@ -439,45 +386,13 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
                                     uct_ep_h *ep_p);
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep);
 
-/*
- * A send WR's wr_id: its endpoint, and above the 48 bits of a user-space
- * address, the low 16 bits of its sequence number (the send queue holds
- * fewer WRs than that). A completion reports its WR and every unsignaled WR
- * of the endpoint before it.
- */
-#define UCT_RC_SHARE_WR_ID_SN_SHIFT 48
-
-static UCS_F_ALWAYS_INLINE uint64_t
-uct_rc_share_wr_id(const uct_rc_share_ep_t *ep, uint64_t sn)
-{
-    return (uintptr_t)ep | (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
-}
-
-static UCS_F_ALWAYS_INLINE uct_rc_share_ep_t *
-uct_rc_share_wr_id_ep(uint64_t wr_id)
-{
-    return (uct_rc_share_ep_t*)(uintptr_t)
-           (wr_id & UCS_MASK(UCT_RC_SHARE_WR_ID_SN_SHIFT));
-}
-
-static UCS_F_ALWAYS_INLINE uint16_t uct_rc_share_wr_id_sn(uint64_t wr_id)
-{
-    return wr_id >> UCT_RC_SHARE_WR_ID_SN_SHIFT;
-}
-
-/* rc_share_ep.c: what the iface and the handshake tell an endpoint */
-void uct_rc_share_ep_tx_complete(uct_rc_share_ep_t *ep, uint16_t sn,
-                                 ucs_status_t status);
-int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep);
-int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep, ucs_status_t status);
-void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep);
-void uct_rc_share_ep_qp_ready(uct_rc_share_ep_t *ep);
-void uct_rc_share_ep_fc_grant(uct_rc_share_ep_t *ep);
+/* rc_share_ep.c: for the iface */
 void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep);
-void uct_rc_share_ep_zombie_release(uct_rc_share_ep_t *ep);
 ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(
         ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         ucs_arbiter_elem_t *elem, void *arg);
+int uct_rc_share_ep_tx_idle(uct_rc_share_ep_t *ep);
+void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface);
 extern uct_iface_ops_t uct_rc_share_iface_ops;
 
 #endif

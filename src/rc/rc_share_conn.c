@@ -1,0 +1,1774 @@
+/**
+ * rc_share connections and their handshake (see rc_share_conn.h).
+ *
+ * Threads: the handshake (the UD QP, its buffers, the connection table and
+ * every field of a connection but its send queue and window) is touched
+ * under UCS_ASYNC_BLOCK of the worker's async context, which its handler
+ * and timer hold while they run. The send queue, the window and the grants
+ * are the main thread's, which posts and polls without the lock; the async
+ * side never posts on an RC QP, and connects a QP only while the main
+ * thread posts nothing on it (its owner's operations wait in the backlog
+ * until ready). A connection is destroyed by the main thread only, once
+ * nothing of the async side refers to it and its WRs are done.
+ *
+ * The RC QPs of a process killed in the node group's shared mode belong to
+ * the shared uverbs file and live on, still acknowledging RDMA: only its
+ * handshake side, which nobody answers on any more, tells that it is gone.
+ * So the liveness check asks the peer's UD QP, and a connection that only
+ * the peer uses is checked every CHECK_TIMEOUT.
+ */
+#include "rc_share_conn.h"
+#include "rc_share_qp.h"
+
+#include <ucs/datastruct/khash.h>
+#include <ucs/debug/log_def.h>
+#include <ucs/debug/memtrack.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+#include <ucs/time/time.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+
+#define UCT_RC_SHARE_CONN_QKEY      0x1ee7a330u
+#define UCT_RC_SHARE_CONN_RX_COUNT  64
+#define UCT_RC_SHARE_CONN_TX_COUNT  32
+#define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
+#define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
+/* The first bytes of a message that keep their meaning in every version */
+#define UCT_RC_SHARE_CONN_STABLE_LEN \
+    ucs_offsetof(uct_rc_share_conn_msg_t, rc_qpn)
+
+
+typedef enum {
+    UCT_RC_SHARE_CONN_CONNECTING, /* our request waits for its answer, the
+                                     QP in INIT */
+    UCT_RC_SHARE_CONN_CONNECTED,
+    UCT_RC_SHARE_CONN_FAILED      /* the QP is in error or never connected */
+} uct_rc_share_conn_state_t;
+
+/* What the main thread has to do for a connection */
+enum {
+    UCT_RC_SHARE_CONN_EV_READY   = UCS_BIT(0), /* tell the owner: ready */
+    UCT_RC_SHARE_CONN_EV_FAILED  = UCS_BIT(1), /* fail it (main_status) */
+    UCT_RC_SHARE_CONN_EV_RELEASE = UCS_BIT(2)  /* destroy it if it is done */
+};
+
+/* What a check is for */
+typedef enum {
+    UCT_RC_SHARE_CONN_CHECK_NONE,
+    UCT_RC_SHARE_CONN_CHECK_OWNER, /* ep_check: the peer lives */
+    UCT_RC_SHARE_CONN_CHECK_IDLE   /* only the peer's half: is it there? */
+} uct_rc_share_conn_check_kind_t;
+
+
+typedef struct {
+    uint64_t peer_id;
+    uint64_t sn;
+} uct_rc_share_conn_key_t;
+
+static UCS_F_ALWAYS_INLINE khint_t
+uct_rc_share_conn_key_hash(uct_rc_share_conn_key_t key)
+{
+    return kh_int64_hash_func(key.peer_id ^ (key.sn * 0x9e3779b97f4a7c15ull));
+}
+
+#define uct_rc_share_conn_key_equal(_a, _b) \
+    (((_a).peer_id == (_b).peer_id) && ((_a).sn == (_b).sn))
+
+KHASH_INIT(uct_rc_share_conns, uct_rc_share_conn_key_t, uct_rc_share_conn_t*,
+           1, uct_rc_share_conn_key_hash, uct_rc_share_conn_key_equal)
+KHASH_MAP_INIT_INT(uct_rc_share_qpns, uct_rc_share_conn_t*)
+KHASH_MAP_INIT_INT64(uct_rc_share_peers, uint64_t)
+
+
+struct uct_rc_share_conn {
+    uct_rc_share_txq_t        txq;          /* main thread */
+    int                       fc_wnd;       /* main thread */
+    int                       grant_owed;   /* main thread */
+    ucs_list_link_t           owed_list;    /* conn->grants_owed */
+    uct_rc_share_iface_t      *iface;
+    uct_rc_share_conn_key_t   key;
+    uct_rc_share_conn_state_t state;
+
+    /* Our half: the endpoint that sends on it */
+    void                      *owner;
+    const uct_rc_share_conn_owner_ops_t *owner_ops;
+    int                       had_owner;    /* one left: never another */
+    /* The peer's half: it may send on it (its endpoint, or one it may
+     * still open with this number); clear once it said it is gone */
+    int                       peer_half;
+
+    /* The peer */
+    uint64_t                  peer_secret;
+    uint32_t                  peer_ud_qpn;
+    struct ibv_ah             *peer_ah;     /* to its UD QP */
+    uct_rc_share_device_addr_t path;        /* of our RC QP to its */
+    enum ibv_mtu              peer_mtu;
+    uint32_t                  psn;          /* our QP's first */
+    uint32_t                  remote_qpn;   /* its QP, once known */
+
+    /* Timers (async): a request or a check in flight puts it on timed */
+    ucs_list_link_t           timed_list;
+    int                       timed;
+    ucs_time_t                deadline;
+    ucs_time_t                next_retry;
+    uct_rc_share_conn_check_kind_t check;
+    uint32_t                  check_sn;
+    ucs_time_t                check_deadline;
+    ucs_time_t                check_next_retry;
+    ucs_time_t                next_idle_check;
+
+    /* Work for the main thread (async) */
+    ucs_list_link_t           main_list;
+    unsigned                  main_events;
+    ucs_status_t              main_status;
+};
+
+
+typedef struct {
+    ucs_list_link_t           list;
+    struct ibv_ah             *ah;
+    uint64_t                  after;        /* UD sends posted before it */
+} uct_rc_share_retired_ah_t;
+
+
+struct uct_rc_share_conn_iface {
+    uct_rc_share_iface_t      *iface;
+    khash_t(uct_rc_share_conns) conns;
+    khash_t(uct_rc_share_qpns) qpns;
+    khash_t(uct_rc_share_peers) peers;      /* peer id -> next number */
+    unsigned                  count;
+    ucs_list_link_t           timed;        /* uct_rc_share_conn_t */
+    ucs_list_link_t           main;         /* uct_rc_share_conn_t */
+    ucs_list_link_t           grants_owed;  /* main thread */
+    unsigned                  owners_waiting; /* owners of connecting or
+                                                 checked connections */
+    uct_worker_cb_id_t        main_prog_id;
+    ucs_time_t                next_idle_scan;
+    ucs_time_t                last_drop_log;
+    unsigned                  drops_unlogged;
+    ucs_time_t                last_version_log;
+    uint8_t                   last_version;
+
+    /* The UD QP */
+    struct ibv_comp_channel   *channel;
+    int                       handler_set;
+    int                       timer_id;
+    struct ibv_cq             *cq;
+    struct ibv_qp             *qp;
+    uct_ibshare_buf_t         bufs;         /* rx_bufs, then tx_buf */
+    void                      *rx_bufs;
+    void                      *tx_buf;
+    unsigned                  tx_next;
+    int                       tx_available;
+    uint64_t                  tx_posted;    /* UD sends, in order */
+    uint64_t                  tx_done;
+    ucs_list_link_t           retired;      /* AHs those sends may use */
+
+    uct_async_event_cb_t      event_cb;     /* wakes a sleeping user */
+    void                      *event_arg;
+};
+
+
+static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
+{
+    return iface->md->dev_name;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_async_context_t *
+uct_rc_share_conn_async(const uct_rc_share_iface_t *iface)
+{
+    return iface->super.worker->async;
+}
+
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_conn_eth(const uct_rc_share_iface_t *iface)
+{
+    return iface->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+/* ------------------------------------------------------------ messages */
+
+ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
+{
+    const uct_rc_share_conn_msg_t *msg = buf;
+    int known_result;
+
+    if (length < UCT_RC_SHARE_CONN_STABLE_LEN) {
+        return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    if (msg->magic != UCT_RC_SHARE_CONN_MAGIC) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (msg->version != UCT_RC_SHARE_CONN_VERSION) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (length != sizeof(*msg)) {
+        return UCS_ERR_MESSAGE_TRUNCATED;
+    }
+    if ((msg->type < UCT_RC_SHARE_CONN_REQ) ||
+        (msg->type > UCT_RC_SHARE_CONN_CHECK_REP) ||
+        (msg->mtu < IBV_MTU_256) || (msg->mtu > IBV_MTU_4096) ||
+        (msg->rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->psn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->dst_rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->flags & ~(UCT_RC_SHARE_CONN_FLAG_TX |
+                        UCT_RC_SHARE_CONN_FLAG_DETACHED))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* Only a REJ and a CHECK_REP carry a result, and always a known one */
+    switch (msg->type) {
+    case UCT_RC_SHARE_CONN_REJ:
+        known_result = (msg->result == UCT_RC_SHARE_CONN_REJ_NO_RESOURCE) ||
+                       (msg->result == UCT_RC_SHARE_CONN_REJ_VERSION);
+        break;
+    case UCT_RC_SHARE_CONN_CHECK_REP:
+        known_result = (msg->result == UCT_RC_SHARE_CONN_CHECK_CONNECTED) ||
+                       (msg->result == UCT_RC_SHARE_CONN_CHECK_NO_CONN);
+        break;
+    default:
+        known_result = (msg->result == 0);
+        break;
+    }
+    return known_result ? UCS_OK : UCS_ERR_INVALID_PARAM;
+}
+
+/* A dropped message, logged at most once a second (a flood of strangers'
+ * packets must not flood the log) */
+static void uct_rc_share_conn_drop(uct_rc_share_iface_t *iface,
+                                   const char *fmt, ...)
+    UCS_F_PRINTF(2, 3);
+
+static void uct_rc_share_conn_drop(uct_rc_share_iface_t *iface,
+                                   const char *fmt, ...)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    ucs_time_t now                = ucs_get_time();
+    char why[192];
+    va_list ap;
+
+    ++iface->counters.hs_dropped;
+    if ((ci->last_drop_log != 0) &&
+        (now - ci->last_drop_log < ucs_time_from_sec(1.0))) {
+        ++ci->drops_unlogged;
+        return;
+    }
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    ucs_warn("%s:%d: dropped a handshake message: %s (%" PRIu64 " dropped "
+             "in all, %u since the last of these lines)",
+             uct_rc_share_dev_name(iface), iface->port_num, why,
+             iface->counters.hs_dropped, ci->drops_unlogged);
+    ci->last_drop_log  = now;
+    ci->drops_unlogged = 0;
+}
+
+/* ------------------------------------------------------------ UD QP */
+
+static void uct_rc_share_conn_post_recv(uct_rc_share_iface_t *iface,
+                                        unsigned index)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    struct ibv_recv_wr wr, *bad_wr;
+    struct ibv_sge sge;
+    int ret;
+
+    sge.addr   = uct_rc_share_buf_iova(iface, ci->rx_bufs) +
+                 (index * UCT_RC_SHARE_CONN_BUF_SIZE);
+    sge.length = UCT_RC_SHARE_CONN_BUF_SIZE;
+    sge.lkey   = ci->bufs.lkey;
+    wr.wr_id   = index;
+    wr.next    = NULL;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+
+    ret = ibv_post_recv(ci->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_error("ibv_post_recv(UD) failed: %s", strerror(ret));
+    }
+}
+
+/* The caller's retry timer resends what could not go now */
+static ucs_status_t uct_rc_share_conn_send(uct_rc_share_iface_t *iface,
+                                           struct ibv_ah *ah, uint32_t ud_qpn,
+                                           const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    struct ibv_send_wr wr, *bad_wr;
+    struct ibv_sge sge;
+    void *buf;
+    int ret;
+
+    if (ci->tx_available == 0) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    buf = UCS_PTR_BYTE_OFFSET(ci->tx_buf,
+                              ci->tx_next * UCT_RC_SHARE_CONN_BUF_SIZE);
+    memcpy(buf, msg, sizeof(*msg));
+
+    sge.addr              = uct_rc_share_buf_iova(iface, buf);
+    sge.length            = sizeof(*msg);
+    sge.lkey              = ci->bufs.lkey;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id              = UCT_RC_SHARE_CONN_SEND_WR;
+    wr.opcode             = IBV_WR_SEND;
+    wr.send_flags         = IBV_SEND_SIGNALED;
+    wr.sg_list            = &sge;
+    wr.num_sge            = 1;
+    wr.wr.ud.ah           = ah;
+    wr.wr.ud.remote_qpn   = ud_qpn;
+    wr.wr.ud.remote_qkey  = UCT_RC_SHARE_CONN_QKEY;
+
+    ret = ibv_post_send(ci->qp, &wr, &bad_wr);
+    if (ret != 0) {
+        ucs_error("ibv_post_send(UD) failed: %s", strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    --ci->tx_available;
+    ++ci->tx_posted;
+    ci->tx_next = (ci->tx_next + 1) % UCT_RC_SHARE_CONN_TX_COUNT;
+    return UCS_OK;
+}
+
+/* An AH goes once the UD sends posted so far, which may use it, are done
+ * (they complete in order) */
+static void uct_rc_share_conn_retire_ah(uct_rc_share_iface_t *iface,
+                                        struct ibv_ah *ah)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_retired_ah_t *retired;
+
+    if (ah == NULL) {
+        return;
+    }
+    if (ci->tx_done == ci->tx_posted) {
+        ibv_destroy_ah(ah);
+        return;
+    }
+
+    retired = ucs_malloc(sizeof(*retired), "rc_share retired ah");
+    if (retired == NULL) {
+        ibv_destroy_ah(ah); /* unlikely; a send fails at worst */
+        return;
+    }
+    retired->ah    = ah;
+    retired->after = ci->tx_posted;
+    ucs_list_add_tail(&ci->retired, &retired->list);
+}
+
+static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface,
+                                          int all)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_retired_ah_t *retired, *tmp;
+
+    ucs_list_for_each_safe(retired, tmp, &ci->retired, list) {
+        if (!all && (retired->after > ci->tx_done)) {
+            break; /* retired in order */
+        }
+        ucs_list_del(&retired->list);
+        ibv_destroy_ah(retired->ah);
+        ucs_free(retired);
+    }
+}
+
+/* The header every message of ours has; with conn, what it has of the
+ * connection */
+static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
+                                       uct_rc_share_conn_msg_t *msg,
+                                       uct_rc_share_conn_msg_type_t type,
+                                       const uct_rc_share_conn_t *conn)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->magic        = UCT_RC_SHARE_CONN_MAGIC;
+    msg->version      = UCT_RC_SHARE_CONN_VERSION;
+    msg->type         = type;
+    msg->mtu          = iface->config.path_mtu;
+    msg->src_iface_id = iface->id;
+    msg->src_secret   = iface->secret;
+    if (conn != NULL) {
+        msg->dst_iface_id = conn->key.peer_id;
+        msg->dst_secret   = conn->peer_secret;
+        msg->conn_sn      = conn->key.sn;
+        msg->rc_qpn       = conn->txq.qp->qp_num;
+        msg->psn          = conn->psn;
+        msg->dst_rc_qpn   = conn->remote_qpn;
+        msg->flags        = (conn->owner != NULL) ?
+                            UCT_RC_SHARE_CONN_FLAG_TX :
+                            (conn->had_owner ? UCT_RC_SHARE_CONN_FLAG_DETACHED :
+                             0);
+    }
+}
+
+/* An answer to the packet of wc: to its source, whatever it claims */
+static void uct_rc_share_conn_answer(uct_rc_share_iface_t *iface,
+                                     struct ibv_wc *wc, struct ibv_grh *grh,
+                                     const uct_rc_share_conn_msg_t *rep)
+{
+    uct_rc_share_device_addr_t dev;
+    struct ibv_ah *ah;
+
+    if ((iface->conn->tx_available == 0) ||
+        (uct_rc_share_ah_from_wc(iface, wc, grh, &ah, &dev) != UCS_OK)) {
+        return; /* the requester asks again */
+    }
+    (void)uct_rc_share_conn_send(iface, ah, wc->src_qp, rep);
+    uct_rc_share_conn_retire_ah(iface, ah);
+}
+
+static void uct_rc_share_conn_send_to_peer(uct_rc_share_conn_t *conn,
+                                           uct_rc_share_conn_msg_type_t type)
+{
+    uct_rc_share_conn_msg_t msg;
+
+    uct_rc_share_conn_msg_init(conn->iface, &msg, type, conn);
+    if (type == UCT_RC_SHARE_CONN_CHECK) {
+        msg.check_sn = conn->check_sn;
+    }
+    (void)uct_rc_share_conn_send(conn->iface, conn->peer_ah,
+                                 conn->peer_ud_qpn, &msg);
+}
+
+/* ------------------------------------------------------------ table */
+
+static uct_rc_share_conn_t *
+uct_rc_share_conn_find(uct_rc_share_iface_t *iface, uint64_t peer_id,
+                       uint64_t sn)
+{
+    uct_rc_share_conn_key_t key = {peer_id, sn};
+    khiter_t it;
+
+    it = kh_get(uct_rc_share_conns, &iface->conn->conns, key);
+    return (it == kh_end(&iface->conn->conns)) ? NULL :
+           kh_val(&iface->conn->conns, it);
+}
+
+/* Work for the main thread, which runs it from progress (and a sleeping
+ * user is woken, where it gave us a way) */
+static unsigned uct_rc_share_conn_main_progress(void *arg);
+
+static void uct_rc_share_conn_queue(uct_rc_share_conn_t *conn,
+                                    unsigned events, ucs_status_t status)
+{
+    uct_rc_share_iface_t *iface   = conn->iface;
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+
+    if (events & UCT_RC_SHARE_CONN_EV_FAILED) {
+        conn->main_status = status;
+    }
+    if (conn->main_events == 0) {
+        ucs_list_add_tail(&ci->main, &conn->main_list);
+    }
+    conn->main_events |= events;
+    if (ci->main_prog_id == UCS_CALLBACKQ_ID_NULL) {
+        ci->main_prog_id = uct_ibshare_ucx_callbackq_add_oneshot(
+                &iface->super.worker->super.progress_q,
+                uct_rc_share_conn_main_progress, iface);
+    }
+    if (ci->event_cb != NULL) {
+        ci->event_cb(ci->event_arg, 0);
+    }
+}
+
+static void uct_rc_share_conn_timed_add(uct_rc_share_conn_t *conn)
+{
+    if (!conn->timed) {
+        conn->timed = 1;
+        ucs_list_add_tail(&conn->iface->conn->timed, &conn->timed_list);
+    }
+}
+
+static void uct_rc_share_conn_timed_del(uct_rc_share_conn_t *conn)
+{
+    if (conn->timed) {
+        conn->timed = 0;
+        ucs_list_del(&conn->timed_list);
+    }
+}
+
+/* Whether an owner waits on the handshake of the connection */
+static int uct_rc_share_conn_owner_waits(const uct_rc_share_conn_t *conn)
+{
+    return (conn->owner != NULL) &&
+           ((conn->state == UCT_RC_SHARE_CONN_CONNECTING) ||
+            (conn->check == UCT_RC_SHARE_CONN_CHECK_OWNER));
+}
+
+static void uct_rc_share_conn_stop_check(uct_rc_share_conn_t *conn)
+{
+    if (conn->check == UCT_RC_SHARE_CONN_CHECK_OWNER) {
+        --conn->iface->conn->owners_waiting;
+    }
+    conn->check = UCT_RC_SHARE_CONN_CHECK_NONE;
+    if (conn->state != UCT_RC_SHARE_CONN_CONNECTING) {
+        uct_rc_share_conn_timed_del(conn);
+    }
+}
+
+/* The connection is done with (async): its QP fails, the owner is told */
+static void uct_rc_share_conn_fail(uct_rc_share_conn_t *conn,
+                                   ucs_status_t status)
+{
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+        if (conn->owner != NULL) {
+            --conn->iface->conn->owners_waiting;
+        }
+    }
+    uct_rc_share_conn_stop_check(conn);
+    uct_rc_share_conn_timed_del(conn);
+    conn->peer_half = 0;
+    if (conn->state == UCT_RC_SHARE_CONN_FAILED) {
+        return;
+    }
+    conn->state = UCT_RC_SHARE_CONN_FAILED;
+    uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_FAILED |
+                            UCT_RC_SHARE_CONN_EV_RELEASE, status);
+}
+
+static uct_rc_share_conn_t *
+uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
+                      uint64_t sn)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_t *conn;
+    ucs_status_t status;
+    khiter_t it;
+    int ret;
+
+    if (ci->count >= iface->config.max_conns) {
+        return NULL;
+    }
+
+    conn = ucs_calloc(1, sizeof(*conn), "rc_share conn");
+    if (conn == NULL) {
+        return NULL;
+    }
+
+    conn->iface       = iface;
+    conn->key.peer_id = peer_id;
+    conn->key.sn      = sn;
+    conn->state       = UCT_RC_SHARE_CONN_CONNECTING;
+    conn->psn         = uct_rc_share_psn_generate();
+    conn->peer_half   = 1; /* until the peer says it has none */
+    conn->fc_wnd      = iface->config.fc_enabled ?
+                        iface->config.fc_wnd_size : INT_MAX;
+    status = uct_rc_share_txq_init(&conn->txq, &iface->tx,
+                                   iface->config.tx_qp_len, conn);
+    if (status != UCS_OK) {
+        goto err_free;
+    }
+
+    status = uct_rc_share_qp_create(iface, &conn->txq.qp);
+    if (status != UCS_OK) {
+        goto err_txq;
+    }
+
+    it = kh_put(uct_rc_share_conns, &ci->conns, conn->key, &ret);
+    if (ret <= 0) {
+        goto err_qp;
+    }
+    kh_val(&ci->conns, it) = conn;
+    it = kh_put(uct_rc_share_qpns, &ci->qpns, conn->txq.qp->qp_num, &ret);
+    if (ret <= 0) {
+        kh_del(uct_rc_share_conns, &ci->conns,
+               kh_get(uct_rc_share_conns, &ci->conns, conn->key));
+        goto err_qp;
+    }
+    kh_val(&ci->qpns, it) = conn;
+
+    ++ci->count;
+    ++iface->counters.conns;
+    return conn;
+
+err_qp:
+    ibv_destroy_qp(conn->txq.qp);
+err_txq:
+    conn->txq.qp = NULL;
+    uct_rc_share_txq_cleanup(&conn->txq);
+err_free:
+    ucs_free(conn);
+    return NULL;
+}
+
+/* Main thread, async context blocked: the connection is no more */
+static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
+{
+    uct_rc_share_iface_t *iface   = conn->iface;
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    khiter_t it;
+
+    ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 " (QP "
+              "0x%x) destroyed", uct_rc_share_dev_name(iface),
+              iface->port_num, conn->key.sn, conn->key.peer_id,
+              conn->txq.qp->qp_num);
+    uct_rc_share_conn_timed_del(conn);
+    if (conn->main_events != 0) {
+        ucs_list_del(&conn->main_list);
+        conn->main_events = 0;
+    }
+    if (conn->grant_owed) {
+        ucs_list_del(&conn->owed_list);
+    }
+
+    it = kh_get(uct_rc_share_conns, &ci->conns, conn->key);
+    if (it != kh_end(&ci->conns)) {
+        kh_del(uct_rc_share_conns, &ci->conns, it);
+    }
+    it = kh_get(uct_rc_share_qpns, &ci->qpns, conn->txq.qp->qp_num);
+    if (it != kh_end(&ci->qpns)) {
+        kh_del(uct_rc_share_qpns, &ci->qpns, it);
+    }
+    --ci->count;
+
+    if (ibv_destroy_qp(conn->txq.qp) != 0) {
+        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", conn->txq.qp->qp_num);
+    }
+    uct_rc_share_txq_cleanup(&conn->txq);
+    uct_rc_share_conn_retire_ah(iface, conn->peer_ah);
+    ucs_free(conn);
+}
+
+/* Whether nothing needs the connection any more: no owner, the peer's half
+ * gone (or the QP failed), no WR in flight (its completions name it) */
+static int uct_rc_share_conn_done(const uct_rc_share_conn_t *conn)
+{
+    return (conn->owner == NULL) &&
+           (!conn->peer_half || (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) &&
+           uct_rc_share_txq_idle(&conn->txq);
+}
+
+/* The caller holds the async context */
+static void uct_rc_share_conn_release(uct_rc_share_conn_t *conn)
+{
+    if (uct_rc_share_conn_done(conn)) {
+        uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_RELEASE, UCS_OK);
+    }
+}
+
+/* Connects our QP to the peer's (async), as its request or answer says */
+static ucs_status_t
+uct_rc_share_conn_connect_qp(uct_rc_share_conn_t *conn,
+                             const uct_rc_share_conn_msg_t *msg)
+{
+    ucs_status_t status;
+
+    status = uct_rc_share_qp_connect(conn->iface, conn->txq.qp, &conn->path,
+                                     msg->rc_qpn, msg->psn, conn->psn,
+                                     (enum ibv_mtu)msg->mtu);
+    if (status != UCS_OK) {
+        uct_rc_share_conn_fail(conn, status);
+        return status;
+    }
+
+    if (conn->owner != NULL) {
+        --conn->iface->conn->owners_waiting;
+        uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_READY, UCS_OK);
+    }
+    conn->state      = UCT_RC_SHARE_CONN_CONNECTED;
+    conn->remote_qpn = msg->rc_qpn;
+    conn->peer_mtu   = (enum ibv_mtu)msg->mtu;
+    conn->next_idle_check = ucs_get_time() + conn->iface->config.check_timeout;
+    if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
+        uct_rc_share_conn_timed_del(conn);
+    }
+    ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 ": QP "
+              "0x%x connected to 0x%x",
+              uct_rc_share_dev_name(conn->iface), conn->iface->port_num,
+              conn->key.sn, conn->key.peer_id, conn->txq.qp->qp_num,
+              msg->rc_qpn);
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ messages in */
+
+/*
+ * Whether an answer comes from the peer of conn: it carries our secret and
+ * the peer's (as we know it), and came from its UD QP. An on-path attacker
+ * passes this; nobody else does.
+ */
+static int uct_rc_share_conn_from_peer(const uct_rc_share_conn_t *conn,
+                                       const struct ibv_wc *wc,
+                                       const uct_rc_share_conn_msg_t *msg)
+{
+    return (msg->src_secret == conn->peer_secret) &&
+           (wc->src_qp == conn->peer_ud_qpn);
+}
+
+static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
+                                         struct ibv_wc *wc,
+                                         struct ibv_grh *grh,
+                                         const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_t *conn;
+    uct_rc_share_conn_msg_t rep;
+    ucs_status_t status;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if (conn == NULL) {
+        conn = uct_rc_share_conn_new(iface, msg->src_iface_id,
+                                     msg->conn_sn);
+        if (conn == NULL) {
+            ++iface->counters.hs_refused;
+            ucs_diag("%s:%d: refused connection %" PRIu64 " of iface 0x%"
+                     PRIx64 ": %u connections, UCX_RC_SHARE_MAX_CONNS=%u",
+                     uct_rc_share_dev_name(iface), iface->port_num,
+                     msg->conn_sn, msg->src_iface_id, iface->conn->count,
+                     iface->config.max_conns);
+            uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_REJ,
+                                       NULL);
+            rep.dst_iface_id = msg->src_iface_id;
+            rep.dst_secret   = msg->src_secret;
+            rep.conn_sn      = msg->conn_sn;
+            rep.result       = UCT_RC_SHARE_CONN_REJ_NO_RESOURCE;
+            uct_rc_share_conn_answer(iface, wc, grh, &rep);
+            return;
+        }
+
+        ++iface->counters.conns_by_peers;
+        conn->peer_secret = msg->src_secret;
+        conn->peer_ud_qpn = wc->src_qp;
+        status = uct_rc_share_ah_from_wc(iface, wc, grh, &conn->peer_ah,
+                                         &conn->path);
+        if ((status != UCS_OK) ||
+            (uct_rc_share_conn_connect_qp(conn, msg) != UCS_OK)) {
+            conn->state = UCT_RC_SHARE_CONN_FAILED;
+            uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_RELEASE,
+                                    UCS_OK);
+            return;
+        }
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
+        return;
+    }
+
+    if (!uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        uct_rc_share_conn_drop(iface, "a request for connection %" PRIu64
+                               " of iface 0x%" PRIx64 " from another QP "
+                               "(0x%x) or with another secret than the "
+                               "connection's", msg->conn_sn,
+                               msg->src_iface_id, wc->src_qp);
+        return;
+    }
+
+    switch (conn->state) {
+    case UCT_RC_SHARE_CONN_CONNECTING:
+        /* Both sides asked at once: our QP is the peer of the requester's,
+         * as its QP is ours */
+        if (uct_rc_share_conn_connect_qp(conn, msg) == UCS_OK) {
+            uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
+        }
+        break;
+    case UCT_RC_SHARE_CONN_CONNECTED:
+        if (conn->remote_qpn == msg->rc_qpn) {
+            /* Our answer was lost or late, or crossed its request */
+            uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
+        } else {
+            uct_rc_share_conn_drop(iface, "a request for connection %"
+                                   PRIu64 " of iface 0x%" PRIx64 " with QP "
+                                   "0x%x, which is connected to 0x%x",
+                                   msg->conn_sn, msg->src_iface_id,
+                                   msg->rc_qpn, conn->remote_qpn);
+        }
+        break;
+    default:
+        break; /* failed: the requester learns from its check */
+    }
+}
+
+/* The target of conn answered: it lives. Its other requests wait for a
+ * busy target (thousands of handshakes at once, a slow host), not a gone
+ * one: their deadlines start again */
+static void uct_rc_share_conn_target_alive(uct_rc_share_conn_t *conn)
+{
+    ucs_time_t deadline = ucs_get_time() + conn->iface->config.conn_timeout;
+    uct_rc_share_conn_t *other;
+
+    ucs_list_for_each(other, &conn->iface->conn->timed, timed_list) {
+        if ((other->state == UCT_RC_SHARE_CONN_CONNECTING) &&
+            (other->key.peer_id == conn->key.peer_id)) {
+            other->deadline = deadline;
+        }
+    }
+}
+
+static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
+                                         struct ibv_wc *wc,
+                                         const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_t *conn;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if ((conn == NULL) || !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        uct_rc_share_conn_drop(iface, "an answer for connection %" PRIu64
+                               " of iface 0x%" PRIx64 ", which %s",
+                               msg->conn_sn, msg->src_iface_id,
+                               (conn == NULL) ? "we do not have" :
+                               "came from elsewhere");
+        return;
+    }
+
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+        uct_rc_share_conn_target_alive(conn);
+        (void)uct_rc_share_conn_connect_qp(conn, msg);
+    }
+    /* Else a duplicate, or the answer to a request that crossed the
+     * peer's: connected already */
+}
+
+static void uct_rc_share_conn_handle_rej(uct_rc_share_iface_t *iface,
+                                         struct ibv_wc *wc,
+                                         const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_t *conn;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if ((conn == NULL) || (conn->state != UCT_RC_SHARE_CONN_CONNECTING) ||
+        !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        uct_rc_share_conn_drop(iface, "a refusal of connection %" PRIu64
+                               " of iface 0x%" PRIx64 " we do not wait for",
+                               msg->conn_sn, msg->src_iface_id);
+        return;
+    }
+
+    if (msg->result == UCT_RC_SHARE_CONN_REJ_NO_RESOURCE) {
+        ucs_error("%s:%d: the remote iface refused the connection: it has "
+                  "as many as its UCX_RC_SHARE_MAX_CONNS allows",
+                  uct_rc_share_dev_name(iface), iface->port_num);
+        uct_rc_share_conn_fail(conn, UCS_ERR_NO_RESOURCE);
+    } else {
+        ucs_error("%s:%d: the remote iface refused the connection: it "
+                  "speaks another rc_share protocol version (ours: %d): the "
+                  "processes run different builds of ucx-ibshare",
+                  uct_rc_share_dev_name(iface), iface->port_num,
+                  UCT_RC_SHARE_CONN_VERSION);
+        uct_rc_share_conn_fail(conn, UCS_ERR_UNSUPPORTED);
+    }
+}
+
+static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
+                                          struct ibv_wc *wc,
+                                          const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_t *conn;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if ((conn == NULL) || !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        return; /* gone already, or not the peer's */
+    }
+
+    conn->peer_half = 0;
+    uct_rc_share_conn_release(conn);
+}
+
+/*
+ * A peer asks whether we still have connection n with it. Answered here,
+ * in the async context, so that a process that computes without calling
+ * progress answers too: only a process that is gone stays silent. A check
+ * from a peer whose half is gone for good is its DISC too.
+ */
+static void uct_rc_share_conn_handle_check(uct_rc_share_iface_t *iface,
+                                           struct ibv_wc *wc,
+                                           struct ibv_grh *grh,
+                                           const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_msg_t rep;
+    uct_rc_share_conn_t *conn;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if ((conn != NULL) && !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        uct_rc_share_conn_drop(iface, "a check of connection %" PRIu64 " of "
+                               "iface 0x%" PRIx64 " from another QP or with "
+                               "another secret", msg->conn_sn,
+                               msg->src_iface_id);
+        return;
+    }
+
+    if ((conn != NULL) && (msg->flags & UCT_RC_SHARE_CONN_FLAG_DETACHED)) {
+        conn->peer_half = 0;
+        uct_rc_share_conn_release(conn);
+    }
+
+    uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_CHECK_REP,
+                               NULL);
+    rep.dst_iface_id = msg->src_iface_id;
+    rep.dst_secret   = msg->src_secret;
+    rep.conn_sn      = msg->conn_sn;
+    rep.check_sn     = msg->check_sn;
+    if ((conn != NULL) && (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
+        (conn->remote_qpn == msg->rc_qpn) &&
+        (conn->txq.qp->qp_num == msg->dst_rc_qpn) &&
+        ((conn->owner != NULL) || conn->peer_half)) {
+        rep.result = UCT_RC_SHARE_CONN_CHECK_CONNECTED;
+        rep.rc_qpn = conn->txq.qp->qp_num;
+        rep.flags  = (conn->owner != NULL) ? UCT_RC_SHARE_CONN_FLAG_TX :
+                     (conn->had_owner ? UCT_RC_SHARE_CONN_FLAG_DETACHED : 0);
+    } else {
+        rep.result = UCT_RC_SHARE_CONN_CHECK_NO_CONN;
+    }
+    uct_rc_share_conn_answer(iface, wc, grh, &rep);
+}
+
+static void
+uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
+                                   struct ibv_wc *wc,
+                                   const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_t *conn;
+
+    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    if ((conn == NULL) || (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) ||
+        (msg->check_sn != conn->check_sn) ||
+        !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        return; /* late, a duplicate, or not the peer's */
+    }
+
+    if (msg->result == UCT_RC_SHARE_CONN_CHECK_NO_CONN) {
+        ucs_diag("%s:%d: iface 0x%" PRIx64 " no longer has connection %"
+                 PRIu64 " (our QP 0x%x)", uct_rc_share_dev_name(iface),
+                 iface->port_num, conn->key.peer_id, conn->key.sn,
+                 conn->txq.qp->qp_num);
+        uct_rc_share_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+        return;
+    }
+
+    if (msg->rc_qpn != conn->remote_qpn) {
+        return; /* "connected" with another QP than ours: no answer */
+    }
+
+    if ((conn->check == UCT_RC_SHARE_CONN_CHECK_IDLE) &&
+        (msg->flags & UCT_RC_SHARE_CONN_FLAG_DETACHED)) {
+        conn->peer_half = 0; /* its DISC was lost */
+    }
+    uct_rc_share_conn_stop_check(conn);
+    conn->next_idle_check = ucs_get_time() + iface->config.check_timeout;
+    uct_rc_share_conn_release(conn);
+}
+
+/* A message of another protocol version (the first fields keep their
+ * meaning from version 3 on): refused, where it proves it knows us */
+static void uct_rc_share_conn_other_version(uct_rc_share_iface_t *iface,
+                                            struct ibv_wc *wc,
+                                            struct ibv_grh *grh,
+                                            const void *buf, size_t length)
+{
+    const uct_rc_share_conn_msg_t *msg = buf;
+    uct_rc_share_conn_iface_t *ci      = iface->conn;
+    uct_rc_share_conn_msg_t rej;
+
+    ++iface->counters.hs_dropped;
+    if ((ci->last_version_log == 0) ||
+        (ucs_get_time() - ci->last_version_log >= ucs_time_from_sec(1.0)) ||
+        (msg->version != ci->last_version)) {
+        /* Apart from the drops: a clear error for each version seen */
+        ucs_error("%s:%d: a handshake message of protocol version %d from "
+                  "QP 0x%x, ours is %d: the processes run different builds "
+                  "of ucx-ibshare", uct_rc_share_dev_name(iface),
+                  iface->port_num, msg->version, wc->src_qp,
+                  UCT_RC_SHARE_CONN_VERSION);
+        ci->last_version_log = ucs_get_time();
+        ci->last_version     = msg->version;
+    }
+    if ((msg->version < 3) || (length < UCT_RC_SHARE_CONN_STABLE_LEN) ||
+        (msg->type != UCT_RC_SHARE_CONN_REQ) ||
+        (msg->dst_iface_id != iface->id) ||
+        (msg->dst_secret != iface->secret)) {
+        return;
+    }
+
+    uct_rc_share_conn_msg_init(iface, &rej, UCT_RC_SHARE_CONN_REJ, NULL);
+    rej.dst_iface_id = msg->src_iface_id;
+    rej.dst_secret   = msg->src_secret;
+    rej.conn_sn      = msg->conn_sn;
+    rej.result       = UCT_RC_SHARE_CONN_REJ_VERSION;
+    uct_rc_share_conn_answer(iface, wc, grh, &rej);
+}
+
+static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
+                                         struct ibv_wc *wc,
+                                         struct ibv_grh *grh,
+                                         const void *buf, size_t length)
+{
+    const uct_rc_share_conn_msg_t *msg = buf;
+    ucs_status_t status;
+
+    status = uct_rc_share_conn_msg_check(buf, length);
+    if (status == UCS_ERR_UNSUPPORTED) {
+        uct_rc_share_conn_other_version(iface, wc, grh, buf, length);
+        return;
+    } else if (status != UCS_OK) {
+        uct_rc_share_conn_drop(iface, "malformed (%zu bytes from QP 0x%x): "
+                               "%s", length, wc->src_qp,
+                               ucs_status_string(status));
+        return;
+    }
+
+    /* Ours, and it proves it knows our address: else nothing happens */
+    if ((msg->dst_iface_id != iface->id) ||
+        (msg->dst_secret != iface->secret)) {
+        uct_rc_share_conn_drop(iface, "%s from QP 0x%x without our %s",
+                               (msg->type == UCT_RC_SHARE_CONN_REQ) ?
+                               "a connection request" : "a message",
+                               wc->src_qp,
+                               (msg->dst_iface_id != iface->id) ?
+                               "iface id" : "secret");
+        return;
+    }
+
+    switch (msg->type) {
+    case UCT_RC_SHARE_CONN_REQ:
+        uct_rc_share_conn_handle_req(iface, wc, grh, msg);
+        break;
+    case UCT_RC_SHARE_CONN_REP:
+        uct_rc_share_conn_handle_rep(iface, wc, msg);
+        break;
+    case UCT_RC_SHARE_CONN_REJ:
+        uct_rc_share_conn_handle_rej(iface, wc, msg);
+        break;
+    case UCT_RC_SHARE_CONN_DISC:
+        uct_rc_share_conn_handle_disc(iface, wc, msg);
+        break;
+    case UCT_RC_SHARE_CONN_CHECK:
+        uct_rc_share_conn_handle_check(iface, wc, grh, msg);
+        break;
+    case UCT_RC_SHARE_CONN_CHECK_REP:
+        uct_rc_share_conn_handle_check_rep(iface, wc, msg);
+        break;
+    }
+}
+
+/* Handles what the UD CQ holds; the caller holds the async context */
+static void uct_rc_share_conn_poll(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    struct ibv_wc wc[8];
+    void *buf;
+    int i, n;
+
+    do {
+        /* wc.opcode is undefined in error completions: tell by wr_id */
+        n = ibv_poll_cq(ci->cq, ucs_static_array_size(wc), wc);
+        for (i = 0; i < n; ++i) {
+            if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
+                ++ci->tx_available;
+                ++ci->tx_done;
+                if ((wc[i].status != IBV_WC_SUCCESS) &&
+                    (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+                    ucs_diag("%s: handshake send failed: %s",
+                             uct_rc_share_dev_name(iface),
+                             ibv_wc_status_str(wc[i].status));
+                }
+                continue;
+            }
+
+            if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+                continue; /* the QP is going away */
+            }
+
+            if ((wc[i].status == IBV_WC_SUCCESS) &&
+                (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
+                buf = UCS_PTR_BYTE_OFFSET(ci->rx_bufs,
+                                          wc[i].wr_id *
+                                          UCT_RC_SHARE_CONN_BUF_SIZE);
+                uct_rc_share_conn_handle_msg(iface, &wc[i], buf,
+                                             UCS_PTR_BYTE_OFFSET(buf,
+                                                     UCT_RC_SHARE_GRH_LEN),
+                                             wc[i].byte_len -
+                                             UCT_RC_SHARE_GRH_LEN);
+            } else {
+                ucs_diag("%s: handshake receive failed: %s",
+                         uct_rc_share_dev_name(iface),
+                         ibv_wc_status_str(wc[i].status));
+            }
+            uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
+        }
+    } while (n == (int)ucs_static_array_size(wc));
+
+    if (!ucs_list_is_empty(&ci->retired)) {
+        uct_rc_share_conn_release_ahs(iface, 0);
+    }
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void uct_rc_share_conn_send_req(uct_rc_share_conn_t *conn)
+{
+    uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REQ);
+    conn->next_retry = ucs_get_time() + conn->iface->config.conn_retry;
+}
+
+static void uct_rc_share_conn_send_check(uct_rc_share_conn_t *conn)
+{
+    uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_CHECK);
+    conn->check_next_retry = ucs_get_time() + conn->iface->config.conn_retry;
+}
+
+/* The caller holds the async context */
+static void uct_rc_share_conn_start_check(uct_rc_share_conn_t *conn,
+                                          uct_rc_share_conn_check_kind_t kind)
+{
+    if (conn->check != UCT_RC_SHARE_CONN_CHECK_NONE) {
+        if ((kind == UCT_RC_SHARE_CONN_CHECK_OWNER) &&
+            (conn->check == UCT_RC_SHARE_CONN_CHECK_IDLE)) {
+            conn->check = kind; /* its answer serves both */
+            ++conn->iface->conn->owners_waiting;
+        }
+        return;
+    }
+
+    conn->check          = kind;
+    conn->check_deadline = ucs_get_time() + conn->iface->config.check_timeout;
+    ++conn->check_sn; /* an answer to an earlier check is no answer */
+    if (kind == UCT_RC_SHARE_CONN_CHECK_OWNER) {
+        ++conn->iface->conn->owners_waiting;
+    }
+    uct_rc_share_conn_timed_add(conn);
+    uct_rc_share_conn_send_check(conn);
+}
+
+static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
+                                        ucs_time_t now)
+{
+    uct_rc_share_iface_t *iface = conn->iface;
+
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+        if (now >= conn->deadline) {
+            ucs_diag("%s:%d: no answer to the request of connection %" PRIu64
+                     " to iface 0x%" PRIx64 " within %.1f s (the iface is "
+                     "gone, or speaks another rc_share protocol than our "
+                     "version %d)", uct_rc_share_dev_name(iface),
+                     iface->port_num, conn->key.sn, conn->key.peer_id,
+                     ucs_time_to_sec(iface->config.conn_timeout),
+                     UCT_RC_SHARE_CONN_VERSION);
+            uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        } else if (now >= conn->next_retry) {
+            uct_rc_share_conn_send_req(conn);
+        }
+        return;
+    }
+
+    if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
+        uct_rc_share_conn_timed_del(conn);
+    } else if (now >= conn->check_deadline) {
+        ucs_diag("%s:%d: no answer from iface 0x%" PRIx64 " to the check of "
+                 "connection %" PRIu64 " within %.1f s",
+                 uct_rc_share_dev_name(iface), iface->port_num,
+                 conn->key.peer_id, conn->key.sn,
+                 ucs_time_to_sec(iface->config.check_timeout));
+        uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+    } else if (now >= conn->check_next_retry) {
+        uct_rc_share_conn_send_check(conn);
+    }
+}
+
+/* The connections that only the peer uses, which nobody else checks, get a
+ * check every CHECK_TIMEOUT: a killed peer's, one whose DISC was lost, one
+ * whose requester never finished. The caller holds the async context. */
+static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
+                                        ucs_time_t now)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_t *conn;
+
+    if (now < ci->next_idle_scan) {
+        return;
+    }
+    ci->next_idle_scan = now + (iface->config.check_timeout / 4);
+
+    kh_foreach_value(&ci->conns, conn, {
+        if ((conn->owner == NULL) && conn->peer_half &&
+            (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
+            (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) &&
+            (now >= conn->next_idle_check)) {
+            uct_rc_share_conn_start_check(conn, UCT_RC_SHARE_CONN_CHECK_IDLE);
+        }
+    });
+}
+
+/* The async context's timer, every CONN_RETRY (the context is blocked) */
+static void uct_rc_share_conn_timer(int id, ucs_event_set_types_t events,
+                                    void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    ucs_time_t now              = ucs_get_time();
+    uct_rc_share_conn_t *conn, *tmp;
+
+    ucs_list_for_each_safe(conn, tmp, &iface->conn->timed, timed_list) {
+        uct_rc_share_conn_timer_one(conn, now);
+    }
+    uct_rc_share_conn_idle_scan(iface, now);
+}
+
+/* The async context's handler of the UD CQ's channel */
+static void uct_rc_share_conn_async_handler(int fd,
+                                            ucs_event_set_types_t events,
+                                            void *arg)
+{
+    uct_rc_share_iface_t *iface = arg;
+    struct ibv_cq *cq;
+    void *cq_context;
+
+    while (ibv_get_cq_event(iface->conn->channel, &cq, &cq_context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+    }
+
+    /* Armed before polling: a completion after the poll raises an event */
+    if (ibv_req_notify_cq(iface->conn->cq, 0) != 0) {
+        ucs_error("%s: ibv_req_notify_cq(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+    }
+    uct_rc_share_conn_poll(iface);
+}
+
+/* ------------------------------------------------------------ main thread */
+
+static unsigned uct_rc_share_conn_main_progress(void *arg)
+{
+    uct_rc_share_iface_t *iface   = arg;
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    ucs_async_context_t *async    = uct_rc_share_conn_async(iface);
+    unsigned count                = 0;
+    uct_rc_share_conn_t *conn;
+    unsigned events;
+    ucs_status_t status;
+
+    UCS_ASYNC_BLOCK(async);
+    ci->main_prog_id = UCS_CALLBACKQ_ID_NULL; /* oneshot: ran */
+    /* One at a time: an owner's callback may close another connection */
+    while (!ucs_list_is_empty(&ci->main)) {
+        conn   = ucs_list_extract_head(&ci->main, uct_rc_share_conn_t,
+                                       main_list);
+        events = conn->main_events;
+        status = conn->main_status;
+        conn->main_events = 0;
+
+        if (events & UCT_RC_SHARE_CONN_EV_FAILED) {
+            uct_rc_share_qp_set_error(conn->txq.qp);
+        }
+        if ((events & (UCT_RC_SHARE_CONN_EV_READY |
+                       UCT_RC_SHARE_CONN_EV_FAILED)) && (conn->owner != NULL)) {
+            UCS_ASYNC_UNBLOCK(async);
+            if (events & UCT_RC_SHARE_CONN_EV_FAILED) {
+                conn->owner_ops->failed(conn->owner, status);
+            } else {
+                conn->owner_ops->ready(conn->owner);
+            }
+            ++count;
+            UCS_ASYNC_BLOCK(async);
+            /* The owner may have closed it: that queued what is left */
+            continue;
+        }
+        if ((events & UCT_RC_SHARE_CONN_EV_RELEASE) &&
+            uct_rc_share_conn_done(conn)) {
+            uct_rc_share_conn_destroy(conn);
+            ++count;
+        }
+    }
+    UCS_ASYNC_UNBLOCK(async);
+    return count;
+}
+
+int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    int busy;
+
+    UCS_ASYNC_BLOCK(uct_rc_share_conn_async(iface));
+    busy = (ci->owners_waiting != 0) || !ucs_list_is_empty(&ci->main);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_conn_async(iface));
+    return busy;
+}
+
+unsigned uct_rc_share_conn_count(const uct_rc_share_iface_t *iface)
+{
+    return iface->conn->count;
+}
+
+/* ------------------------------------------------------------ owners */
+
+/* The next number of a connection of ours to the peer */
+static uint64_t uct_rc_share_conn_next_sn(uct_rc_share_iface_t *iface,
+                                          uint64_t peer_id)
+{
+    khash_t(uct_rc_share_peers) *peers = &iface->conn->peers;
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_rc_share_peers, peers, peer_id, &ret);
+    if (ret < 0) {
+        return UINT64_MAX; /* out of memory: a number nobody uses */
+    } else if (ret > 0) {
+        kh_val(peers, it) = 0;
+    }
+    return kh_val(peers, it)++;
+}
+
+ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
+                                    const uct_rc_share_device_addr_t *dev,
+                                    const uct_rc_share_iface_addr_t *addr,
+                                    void *owner,
+                                    const uct_rc_share_conn_owner_ops_t *ops,
+                                    uct_rc_share_conn_t **conn_p,
+                                    int *connected_p)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(iface);
+    uct_rc_share_conn_t *conn;
+    ucs_status_t status        = UCS_OK;
+    uint64_t sn;
+
+    UCS_ASYNC_BLOCK(async);
+    do {
+        sn   = uct_rc_share_conn_next_sn(iface, addr->id);
+        conn = uct_rc_share_conn_find(iface, addr->id, sn);
+        /* The peer's connection n, which no endpoint of ours used: ours
+         * too. One that had an owner, or whose peer's half went, is not
+         * for us: the next number */
+    } while ((conn != NULL) &&
+             ((conn->had_owner || !conn->peer_half ||
+               (conn->state != UCT_RC_SHARE_CONN_CONNECTED))));
+
+    if (conn != NULL) {
+        conn->owner      = owner;
+        conn->owner_ops  = ops;
+        conn->had_owner  = 1;
+        *connected_p     = 1;
+        goto out;
+    }
+
+    conn = uct_rc_share_conn_new(iface, addr->id, sn);
+    if (conn == NULL) {
+        ucs_error("%s:%d: rc_share: no connection to iface 0x%" PRIx64
+                  ": this iface has %u, as many as UCX_RC_SHARE_MAX_CONNS=%u "
+                  "allows (or there is no memory)",
+                  uct_rc_share_dev_name(iface), iface->port_num, addr->id,
+                  iface->conn->count, iface->config.max_conns);
+        status = UCS_ERR_NO_RESOURCE;
+        goto out;
+    }
+
+    conn->path        = *dev;
+    conn->peer_secret = addr->secret;
+    conn->peer_ud_qpn = addr->qpn[0] | (addr->qpn[1] << 8) |
+                        ((uint32_t)addr->qpn[2] << 16);
+    conn->peer_mtu    = (enum ibv_mtu)addr->mtu;
+    conn->peer_ah     = uct_rc_share_ah_create(iface, dev);
+    if (conn->peer_ah == NULL) {
+        conn->state = UCT_RC_SHARE_CONN_FAILED;
+        uct_rc_share_conn_destroy(conn);
+        status = UCS_ERR_UNREACHABLE;
+        goto out;
+    }
+
+    conn->owner     = owner;
+    conn->owner_ops = ops;
+    conn->had_owner = 1;
+    conn->deadline  = ucs_get_time() + iface->config.conn_timeout;
+    ++iface->conn->owners_waiting;
+    uct_rc_share_conn_timed_add(conn);
+    uct_rc_share_conn_send_req(conn);
+    *connected_p    = 0;
+
+out:
+    UCS_ASYNC_UNBLOCK(async);
+    *conn_p = conn;
+    return status;
+}
+
+void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
+{
+    uct_rc_share_iface_t *iface = conn->iface;
+    ucs_async_context_t *async  = uct_rc_share_conn_async(iface);
+
+    /* What the owner posted completes to nobody; a NOP reports the
+     * unsignaled tail, so that the queue can become idle */
+    uct_rc_share_txq_detach(&conn->txq);
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+        (void)uct_rc_share_txq_report_tail(&conn->txq);
+    }
+
+    UCS_ASYNC_BLOCK(async);
+    if (uct_rc_share_conn_owner_waits(conn)) {
+        --iface->conn->owners_waiting;
+    }
+    if (conn->check == UCT_RC_SHARE_CONN_CHECK_OWNER) {
+        conn->check = UCT_RC_SHARE_CONN_CHECK_IDLE; /* the answer still
+                                                       serves */
+    }
+    conn->owner = NULL;
+    conn->main_events &= ~(UCT_RC_SHARE_CONN_EV_READY |
+                           UCT_RC_SHARE_CONN_EV_FAILED);
+
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+        /* Nothing ever went on it: the peer, if it got the request, checks
+         * its half and finds it gone */
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+        conn->state = UCT_RC_SHARE_CONN_FAILED;
+        uct_rc_share_conn_timed_del(conn);
+    } else if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+        /* Best effort: a lost one is found by the peer's idle check */
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+        conn->next_idle_check = ucs_get_time();
+    }
+    if (!uct_rc_share_txq_idle(&conn->txq) &&
+        (!conn->peer_half || (conn->state != UCT_RC_SHARE_CONN_CONNECTED))) {
+        /* Nobody sends on it any more: flush what is in flight */
+        uct_rc_share_qp_set_error(conn->txq.qp);
+    }
+    uct_rc_share_conn_release(conn);
+    UCS_ASYNC_UNBLOCK(async);
+}
+
+uct_rc_share_txq_t *uct_rc_share_conn_txq(uct_rc_share_conn_t *conn)
+{
+    return &conn->txq;
+}
+
+int *uct_rc_share_conn_fc_wnd(uct_rc_share_conn_t *conn)
+{
+    return &conn->fc_wnd;
+}
+
+void uct_rc_share_conn_check(uct_rc_share_conn_t *conn)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
+
+    UCS_ASYNC_BLOCK(async);
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+        uct_rc_share_conn_start_check(conn, UCT_RC_SHARE_CONN_CHECK_OWNER);
+    }
+    UCS_ASYNC_UNBLOCK(async);
+}
+
+/* ------------------------------------------------------------ send side */
+
+/* Posts a pure grant on the connection; 0 if its queue has no room now */
+static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
+{
+    struct ibv_send_wr wr;
+
+    if (!uct_rc_share_txq_has_room(&conn->txq) ||
+        (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) {
+        return 0;
+    }
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode   = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
+    (void)uct_rc_share_txq_post(&conn->txq, &wr, 0, 0);
+    return 1;
+}
+
+void uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_t *conn, *tmp;
+
+    ucs_list_for_each_safe(conn, tmp, &ci->grants_owed, owed_list) {
+        if (!uct_rc_share_conn_post_grant(conn) &&
+            (conn->state == UCT_RC_SHARE_CONN_CONNECTED)) {
+            continue;
+        }
+        ucs_list_del(&conn->owed_list);
+        conn->grant_owed = 0;
+    }
+}
+
+int uct_rc_share_conn_fc_rx(uct_rc_share_iface_t *iface, uint32_t qp_num,
+                            uint32_t imm)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    ucs_async_context_t *async    = uct_rc_share_conn_async(iface);
+    uct_rc_share_conn_t *conn     = NULL;
+    khiter_t it;
+
+    /* The async side adds connections to the table */
+    UCS_ASYNC_BLOCK(async);
+    it = kh_get(uct_rc_share_qpns, &ci->qpns, qp_num);
+    if (it != kh_end(&ci->qpns)) {
+        conn = kh_val(&ci->qpns, it);
+    }
+    UCS_ASYNC_UNBLOCK(async);
+
+    if (imm & UCT_RC_SHARE_IMM_FC_PURE_GRANT) {
+        if (conn != NULL) {
+            conn->fc_wnd = iface->config.fc_wnd_size;
+            if (conn->owner != NULL) {
+                conn->owner_ops->tx_resumed(conn->owner);
+            }
+        }
+        return 1;
+    }
+
+    if ((conn != NULL) && !conn->grant_owed &&
+        !uct_rc_share_conn_post_grant(conn)) {
+        conn->grant_owed = 1;
+        ucs_list_add_tail(&ci->grants_owed, &conn->owed_list);
+    }
+    return 0;
+}
+
+int uct_rc_share_conn_tx_complete(uct_rc_share_conn_t *conn, uint16_t sn,
+                                  ucs_status_t status)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
+    int newly_failed           = 0;
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        UCS_ASYNC_BLOCK(async);
+        if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+            if (status != UCS_ERR_CANCELED) {
+                ucs_diag("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64
+                         " (QP 0x%x) failed: %s",
+                         uct_rc_share_dev_name(conn->iface),
+                         conn->iface->port_num, conn->key.sn,
+                         conn->key.peer_id, conn->txq.qp->qp_num,
+                         ucs_status_string(status));
+            }
+            uct_rc_share_conn_stop_check(conn);
+            conn->state     = UCT_RC_SHARE_CONN_FAILED;
+            conn->peer_half = 0;
+            conn->main_status = status;
+            newly_failed    = (conn->owner != NULL);
+        }
+        UCS_ASYNC_UNBLOCK(async);
+    }
+
+    (void)uct_rc_share_txq_complete(&conn->txq, sn, status);
+
+    if (ucs_unlikely(conn->owner == NULL)) {
+        UCS_ASYNC_BLOCK(async);
+        uct_rc_share_conn_release(conn);
+        UCS_ASYNC_UNBLOCK(async);
+    } else if (!newly_failed) {
+        conn->owner_ops->tx_resumed(conn->owner);
+    }
+    return newly_failed;
+}
+
+void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn)
+{
+    if (conn->owner != NULL) {
+        conn->owner_ops->failed(conn->owner, conn->main_status);
+    }
+}
+
+/* ------------------------------------------------------------ iface */
+
+static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    size_t rx_size = UCT_RC_SHARE_CONN_RX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
+    size_t tx_size = UCT_RC_SHARE_CONN_TX_COUNT * UCT_RC_SHARE_CONN_BUF_SIZE;
+    ucs_status_t status;
+
+    /* From the rank's slice, like every other buffer */
+    status = uct_ibshare_resources_buf_alloc(iface->md->res, rx_size + tx_size,
+                                             "rc_share handshake", &ci->bufs);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ci->rx_bufs      = ci->bufs.address;
+    ci->tx_buf       = UCS_PTR_BYTE_OFFSET(ci->rx_bufs, rx_size);
+    ci->tx_available = UCT_RC_SHARE_CONN_TX_COUNT;
+    return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci;
+    ucs_status_t status;
+    unsigned i;
+
+    UCS_STATIC_ASSERT(UCT_RC_SHARE_GRH_LEN + sizeof(uct_rc_share_conn_msg_t) <=
+                      UCT_RC_SHARE_CONN_BUF_SIZE);
+    UCS_STATIC_ASSERT(UCT_RC_SHARE_CONN_STABLE_LEN == 48);
+
+    ci = ucs_calloc(1, sizeof(*ci), "rc_share conn iface");
+    if (ci == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    iface->conn      = ci;
+    ci->iface        = iface;
+    ci->main_prog_id = UCS_CALLBACKQ_ID_NULL;
+    ci->timer_id     = -1;
+    kh_init_inplace(uct_rc_share_conns, &ci->conns);
+    kh_init_inplace(uct_rc_share_qpns, &ci->qpns);
+    kh_init_inplace(uct_rc_share_peers, &ci->peers);
+    ucs_list_head_init(&ci->timed);
+    ucs_list_head_init(&ci->main);
+    ucs_list_head_init(&ci->grants_owed);
+    ucs_list_head_init(&ci->retired);
+
+    /* The secret: what nobody can guess, nor learn but from our address */
+    if (getrandom(&iface->secret, sizeof(iface->secret), 0) !=
+        sizeof(iface->secret)) {
+        ucs_error("rc_share: getrandom() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ci->channel = ibv_create_comp_channel(iface->md->context);
+    if (ci->channel == NULL) {
+        ucs_error("%s: ibv_create_comp_channel(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    status = ucs_sys_fcntl_modfl(ci->channel->fd, O_NONBLOCK, 0);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    ci->cq = ibv_create_cq(iface->md->context,
+                           UCT_RC_SHARE_CONN_RX_COUNT +
+                           UCT_RC_SHARE_CONN_TX_COUNT, NULL, ci->channel, 0);
+    if (ci->cq == NULL) {
+        ucs_error("%s: ibv_create_cq(handshake) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = uct_rc_share_conn_bufs_alloc(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = uct_rc_share_ud_qp_create(iface, ci->cq, UCT_RC_SHARE_CONN_QKEY,
+                                       UCT_RC_SHARE_CONN_TX_COUNT,
+                                       UCT_RC_SHARE_CONN_RX_COUNT, &ci->qp);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (i = 0; i < UCT_RC_SHARE_CONN_RX_COUNT; ++i) {
+        uct_rc_share_conn_post_recv(iface, i);
+    }
+    return UCS_OK;
+}
+
+void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_t *conn;
+
+    if (ci == NULL) {
+        return;
+    }
+
+    /* The async handler is gone: the main thread is alone */
+    kh_foreach_value(&ci->conns, conn, {
+        if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
+            (ci->qp != NULL)) {
+            /* Best effort: the peer's idle check finds it otherwise */
+            uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+        }
+    });
+    while (kh_size(&ci->conns) != 0) {
+        kh_foreach_value(&ci->conns, conn, {
+            uct_rc_share_conn_destroy(conn);
+            break;
+        });
+    }
+
+    if (ci->qp != NULL) {
+        ibv_destroy_qp(ci->qp);
+    }
+    uct_rc_share_conn_release_ahs(iface, 1);
+    if (ci->cq != NULL) {
+        ibv_destroy_cq(ci->cq);
+    }
+    if (ci->channel != NULL) {
+        ibv_destroy_comp_channel(ci->channel);
+    }
+    if (ci->rx_bufs != NULL) {
+        uct_ibshare_resources_buf_free(iface->md->res, &ci->bufs);
+    }
+    kh_destroy_inplace(uct_rc_share_conns, &ci->conns);
+    kh_destroy_inplace(uct_rc_share_qpns, &ci->qpns);
+    kh_destroy_inplace(uct_rc_share_peers, &ci->peers);
+    ucs_free(ci);
+    iface->conn = NULL;
+}
+
+void uct_rc_share_conn_iface_addr(const uct_rc_share_iface_t *iface,
+                                  uct_rc_share_iface_addr_t *addr)
+{
+    uint32_t qpn = iface->conn->qp->qp_num;
+
+    addr->qpn[0] = qpn & 0xff;
+    addr->qpn[1] = (qpn >> 8) & 0xff;
+    addr->qpn[2] = (qpn >> 16) & 0xff;
+    addr->mtu    = iface->config.path_mtu;
+    addr->id     = iface->id;
+    addr->secret = iface->secret;
+}
+
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface,
+                                           const uct_iface_params_t *params)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    ucs_async_context_t *async    = uct_rc_share_conn_async(iface);
+    ucs_status_t status;
+
+    uct_iface_set_async_event_params(params, &ci->event_cb, &ci->event_arg);
+
+    status = ucs_async_set_event_handler(async->mode, ci->channel->fd,
+                                         UCS_EVENT_SET_EVREAD,
+                                         uct_rc_share_conn_async_handler,
+                                         iface, async);
+    if (status != UCS_OK) {
+        ucs_error("%s: could not handle the handshake in the async context: "
+                  "%s", uct_rc_share_dev_name(iface),
+                  ucs_status_string(status));
+        return status;
+    }
+    ci->handler_set = 1;
+
+    status = ucs_async_add_timer(async->mode, iface->config.conn_retry,
+                                 uct_rc_share_conn_timer, iface, async,
+                                 &ci->timer_id);
+    if (status != UCS_OK) {
+        ucs_error("%s: could not add the handshake's timer: %s",
+                  uct_rc_share_dev_name(iface), ucs_status_string(status));
+        return status;
+    }
+
+    UCS_ASYNC_BLOCK(async);
+    uct_rc_share_conn_async_handler(ci->channel->fd, UCS_EVENT_SET_EVREAD,
+                                    iface);
+    UCS_ASYNC_UNBLOCK(async);
+    return UCS_OK;
+}
+
+void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+
+    if (ci == NULL) {
+        return;
+    }
+    if (ci->timer_id >= 0) {
+        ucs_async_remove_handler(ci->timer_id, 1);
+        ci->timer_id = -1;
+    }
+    if (ci->handler_set) {
+        ucs_async_remove_handler(ci->channel->fd, 1);
+        ci->handler_set = 0;
+    }
+
+    /* The handlers are gone: nothing schedules the callback again */
+    if (ci->main_prog_id != UCS_CALLBACKQ_ID_NULL) {
+        uct_ibshare_ucx_callbackq_remove_oneshot(
+                &iface->super.worker->super.progress_q, ci->main_prog_id,
+                iface);
+        ci->main_prog_id = UCS_CALLBACKQ_ID_NULL;
+    }
+}

@@ -1,0 +1,199 @@
+/**
+ * rc_share connections: one RC QP pair per pair of ifaces (and per
+ * connection number, below), carrying both directions, made by a handshake
+ * over a UD QP of each iface.
+ *
+ * A connection has two halves. Ours: the endpoint of this iface that sends
+ * on it (its owner). The peer's: the peer iface's endpoint to us, which
+ * sends on the same QP pair. Connections are numbered per pair of ifaces:
+ * this iface's n-th endpoint to a peer and the peer's n-th endpoint to us
+ * make connection n, so two ifaces that connect to each other at the same
+ * time end with one QP pair, each side's QP the peer of the other's,
+ * whoever's request came first (as UCX's tcp transport numbers its
+ * connections, and as ucs_conn_match matches them). A connection is gone
+ * when both halves are: the owner left (its endpoint was destroyed) and
+ * the peer said so of its own (DISC), or the peer no longer has it, or is
+ * found dead (the idle check).
+ *
+ * Every iface draws a random 64-bit secret at creation and gives it in its
+ * iface address. A request, a check and a DISC must carry the receiver's
+ * secret, and an answer the requester's; anything else is dropped without
+ * creating anything (hs_dropped). Answers go to the packet's source (its
+ * GRH and source QP), never to an address the message names. An on-path
+ * attacker who reads the packets learns the secrets: as with every RDMA
+ * transport, the fabric is not defended against one.
+ *
+ * The handshake runs in the worker's async context (its UD CQ has a
+ * completion channel, and an async timer resends requests and checks), so
+ * a process answers without calling progress; what the main thread must do
+ * (connect an endpoint, fail it, destroy a connection) is queued for its
+ * progress. Only the main thread posts on a connection's QP.
+ */
+#ifndef UCT_RC_SHARE_CONN_H_
+#define UCT_RC_SHARE_CONN_H_
+
+#include "rc_share_txq.h"
+
+
+#define UCT_RC_SHARE_CONN_MAGIC    0x48535243u /* "RCSH" */
+/*
+ * 3: connections shared by both directions, numbered per pair of ifaces;
+ * secrets; REJ. 2: the liveness check. Peers of different versions do not
+ * talk: a request of another version is dropped with an error that names
+ * both (and from version 3 on, refused with REJ(VERSION): the first 48
+ * bytes of a message keep their meaning in every later version).
+ */
+#define UCT_RC_SHARE_CONN_VERSION  3
+
+
+typedef enum {
+    UCT_RC_SHARE_CONN_REQ       = 1, /* my QP of connection n: connect */
+    UCT_RC_SHARE_CONN_REP       = 2, /* here is mine */
+    UCT_RC_SHARE_CONN_REJ       = 3, /* refused (result: why) */
+    UCT_RC_SHARE_CONN_DISC      = 4, /* my half of n is gone for good */
+    UCT_RC_SHARE_CONN_CHECK     = 5, /* do you still have connection n? */
+    UCT_RC_SHARE_CONN_CHECK_REP = 6  /* the answer (result) */
+} uct_rc_share_conn_msg_type_t;
+
+/* REJ: why */
+typedef enum {
+    UCT_RC_SHARE_CONN_REJ_NO_RESOURCE = 1, /* at UCX_RC_SHARE_MAX_CONNS */
+    UCT_RC_SHARE_CONN_REJ_VERSION     = 2  /* another protocol version */
+} uct_rc_share_conn_rej_reason_t;
+
+/* CHECK_REP: what the receiver has of the connection */
+typedef enum {
+    UCT_RC_SHARE_CONN_CHECK_CONNECTED = 1, /* it, with these QPs */
+    UCT_RC_SHARE_CONN_CHECK_NO_CONN   = 2  /* not it: the iface lives, the
+                                              connection does not */
+} uct_rc_share_conn_check_result_t;
+
+/* flags: the sender's half of the connection */
+enum {
+    UCT_RC_SHARE_CONN_FLAG_TX       = UCS_BIT(0), /* has an endpoint on it */
+    UCT_RC_SHARE_CONN_FLAG_DETACHED = UCS_BIT(1)  /* had one, gone for good */
+};
+
+
+typedef struct UCS_S_PACKED uct_rc_share_conn_msg {
+    /* The same in every version from 3 on */
+    uint32_t                   magic;
+    uint8_t                    version;
+    uint8_t                    type;
+    uint8_t                    result;       /* REJ: a rej_reason; CHECK_REP:
+                                                a check_result; else 0 */
+    uint8_t                    flags;        /* UCT_RC_SHARE_CONN_FLAG_xx */
+    uint64_t                   src_iface_id;
+    uint64_t                   dst_iface_id;
+    uint64_t                   dst_secret;   /* the receiver's */
+    uint64_t                   src_secret;   /* the sender's (for answers) */
+    uint64_t                   conn_sn;      /* the connection's number */
+    /* Version 3 */
+    uint32_t                   rc_qpn;       /* the sender's QP of it */
+    uint32_t                   psn;          /* REQ, REP: its first PSN */
+    uint32_t                   dst_rc_qpn;   /* CHECK, DISC: the receiver's
+                                                QP, as the sender knows it */
+    uint32_t                   check_sn;     /* CHECK, CHECK_REP */
+    uint8_t                    mtu;          /* the sender's port MTU */
+} uct_rc_share_conn_msg_t;
+
+
+/* What a connection tells the endpoint that owns it (main thread) */
+typedef struct uct_rc_share_conn_owner_ops {
+    /* The QP is connected: the backlog may be posted */
+    void (*ready)(void *owner);
+    /* The connection failed (its QP is in error or never connected) */
+    void (*failed)(void *owner, ucs_status_t status);
+    /* Credits came back (a grant), or a completion freed send resources */
+    void (*tx_resumed)(void *owner);
+} uct_rc_share_conn_owner_ops_t;
+
+
+/* The iface's connections, the handshake's QP and buffers */
+ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface);
+
+/* Destroys every connection, then the handshake's objects (the async
+ * handler is stopped) */
+void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface);
+
+/* Installs the async handler and timer of the handshake (the iface is
+ * complete); removes them: the async context calls nothing of the iface
+ * afterwards */
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface,
+                                           const uct_iface_params_t *params);
+void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface);
+
+/* The iface address: the handshake's UD QP, the MTU, the id and secret */
+void uct_rc_share_conn_iface_addr(const uct_rc_share_iface_t *iface,
+                                  uct_rc_share_iface_addr_t *addr);
+
+/*
+ * A connection to the iface at (dev, addr) whose sending half is owner's:
+ * the one the peer made with the same number, if it is there and
+ * connected (*connected_p = 1: owner may post at once), else a new one,
+ * whose request goes out now (*connected_p = 0; ops->ready or ->failed
+ * follow). Fails with NO_RESOURCE past UCX_RC_SHARE_MAX_CONNS.
+ */
+ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
+                                    const uct_rc_share_device_addr_t *dev,
+                                    const uct_rc_share_iface_addr_t *addr,
+                                    void *owner,
+                                    const uct_rc_share_conn_owner_ops_t *ops,
+                                    uct_rc_share_conn_t **conn_p,
+                                    int *connected_p);
+
+/*
+ * The owner leaves (main thread): the user's completions of its operations
+ * in flight are called with CANCELED, nothing else of them reaches it, the
+ * peer is told, and the connection goes once the peer's half is gone too
+ * and its WRs are done. Calls none of owner's callbacks.
+ */
+void uct_rc_share_conn_close(uct_rc_share_conn_t *conn);
+
+/* The connection's send queue */
+uct_rc_share_txq_t *uct_rc_share_conn_txq(uct_rc_share_conn_t *conn);
+
+/* Flow control: AMs the owner may send before the receiver grants more */
+int *uct_rc_share_conn_fc_wnd(uct_rc_share_conn_t *conn);
+
+/*
+ * The liveness check of the peer (ep_check): a CHECK to its UD QP, which
+ * its async context answers. Resent every CONN_RETRY; no answer within
+ * CHECK_TIMEOUT fails the connection with ENDPOINT_TIMEOUT, "no such
+ * connection" with CONNECTION_RESET. One at a time: does nothing while one
+ * is in flight.
+ */
+void uct_rc_share_conn_check(uct_rc_share_conn_t *conn);
+
+/*
+ * A send completion of the connection's QP (main thread). Returns 1 if it
+ * failed the connection now: the caller then tells the owner
+ * (uct_rc_share_conn_report_failure), after its batch of completions.
+ */
+int uct_rc_share_conn_tx_complete(uct_rc_share_conn_t *conn, uint16_t sn,
+                                  ucs_status_t status);
+void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn);
+
+/* Grants that waited for room in their QP's send queue (main thread) */
+void uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface);
+
+/*
+ * The flow-control flags of a message received on QP qp_num (main
+ * thread): a pure grant restores the window of that connection's owner
+ * (returns 1: no active message); a request for credits is granted on the
+ * connection (returns 0: the message goes on).
+ */
+int uct_rc_share_conn_fc_rx(uct_rc_share_iface_t *iface, uint32_t qp_num,
+                            uint32_t imm);
+
+/* Whether the main thread has handshake work to wait for: an owner whose
+ * connection is connecting or checking, or queued work (event_arm) */
+int uct_rc_share_conn_busy(uct_rc_share_iface_t *iface);
+
+/* How many connections the iface has (tests, ibshare statistics) */
+unsigned uct_rc_share_conn_count(const uct_rc_share_iface_t *iface);
+
+/* Checks a received message; pure, for the tests */
+ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length);
+
+#endif

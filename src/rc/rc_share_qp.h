@@ -1,0 +1,58 @@
+/**
+ * rc_share's verbs objects of a connection: RC QPs and their state
+ * transitions, the UD QP of the handshake, address handles.
+ */
+#ifndef UCT_RC_SHARE_QP_H_
+#define UCT_RC_SHARE_QP_H_
+
+#include "rc_share.h"
+
+
+#define UCT_RC_SHARE_PSN_MASK 0xffffffu
+#define UCT_RC_SHARE_GRH_LEN  40
+
+
+/* A random 24-bit packet sequence number */
+uint32_t uct_rc_share_psn_generate(void);
+
+/* Creation attributes of every RC QP of the iface */
+void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
+                               struct ibv_qp_init_attr *init_attr);
+
+/* An RC QP on the iface's SRQ, receive CQ and send CQ, in INIT state */
+ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
+                                    struct ibv_qp **qp_p);
+
+/* INIT -> RTR -> RTS towards the remote QP at path */
+ucs_status_t uct_rc_share_qp_connect(uct_rc_share_iface_t *iface,
+                                     struct ibv_qp *qp,
+                                     const uct_rc_share_device_addr_t *path,
+                                     uint32_t remote_qpn, uint32_t remote_psn,
+                                     uint32_t local_psn,
+                                     enum ibv_mtu remote_mtu);
+
+/* Moves the QP to the error state: its outstanding requests complete
+ * flushed */
+void uct_rc_share_qp_set_error(struct ibv_qp *qp);
+
+/* The handshake's UD QP on cq, ready to send and receive */
+ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
+                                       struct ibv_cq *cq, uint32_t qkey,
+                                       unsigned tx_count, unsigned rx_count,
+                                       struct ibv_qp **qp_p);
+
+/* An address handle to the port at dev (an iface address from UCP) */
+struct ibv_ah *uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
+                                      const uct_rc_share_device_addr_t *dev);
+
+/*
+ * The source of a received UD packet (its work completion and the GRH that
+ * precedes it), which replies go to whatever the message claims: an
+ * address handle to it, and its address as an RC QP's path.
+ */
+ucs_status_t uct_rc_share_ah_from_wc(uct_rc_share_iface_t *iface,
+                                     struct ibv_wc *wc, struct ibv_grh *grh,
+                                     struct ibv_ah **ah_p,
+                                     uct_rc_share_device_addr_t *dev_p);
+
+#endif

@@ -1,0 +1,388 @@
+/**
+ * The send queue of one RC QP (see rc_share_txq.h).
+ */
+#include "rc_share_txq.h"
+
+#include <ucs/debug/log_def.h>
+#include <ucs/debug/memtrack.h>
+#include <ucs/sys/math.h>
+
+#include <string.h>
+
+
+typedef struct uct_rc_share_flush_req {
+    ucs_queue_elem_t          queue;
+    uct_completion_t          *comp;
+    uint64_t                  sn;          /* done when completed reaches it */
+} uct_rc_share_flush_req_t;
+
+
+ucs_status_t uct_rc_share_txq_init(uct_rc_share_txq_t *txq,
+                                   uct_rc_share_tx_res_t *res,
+                                   unsigned qp_len, void *owner)
+{
+    memset(txq, 0, sizeof(*txq));
+    txq->res          = res;
+    txq->wr_id_base   = (uintptr_t)owner;
+    txq->deliver      = 1;
+    /* With selective signaling, one slot is kept for the NOP that reports
+     * the unsignaled tail */
+    txq->sq_available = qp_len - (res->moderation > 0);
+    txq->ops_mask     = ucs_roundup_pow2(qp_len) - 1;
+    ucs_queue_head_init(&txq->backlog);
+    ucs_queue_head_init(&txq->flush_reqs);
+
+    /* wr_ids carry the owner in 48 bits and a 16-bit sequence number */
+    if ((txq->wr_id_base >> UCT_RC_SHARE_WR_ID_SN_SHIFT) != 0) {
+        ucs_error("rc_share: address %p does not fit in %d bits", owner,
+                  UCT_RC_SHARE_WR_ID_SN_SHIFT);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    txq->ops = ucs_calloc(txq->ops_mask + 1, sizeof(*txq->ops),
+                          "rc_share tx ops");
+    if (txq->ops == NULL) {
+        ucs_error("rc_share: failed to allocate %u tx ops entries",
+                  txq->ops_mask + 1);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+/* What an ops entry holds goes back, delivering nothing */
+static void uct_rc_share_tx_op_release(uintptr_t op)
+{
+    if ((op != 0) && !(op & UCT_RC_SHARE_TX_OP_COMP)) {
+        ucs_mpool_put_inline((void*)op);
+    }
+}
+
+/* The user's completion of an ops entry, if any, which no longer has it */
+static uct_completion_t *uct_rc_share_tx_op_take_comp(uintptr_t op)
+{
+    uct_rc_share_tx_desc_t *desc;
+    uct_completion_t *comp;
+
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        return (uct_completion_t*)(op & ~UCT_RC_SHARE_TX_OP_COMP);
+    } else if (op == 0) {
+        return NULL;
+    }
+
+    desc          = (uct_rc_share_tx_desc_t*)op;
+    comp          = desc->comp;
+    desc->comp    = NULL;
+    desc->handler = NULL;
+    return comp;
+}
+
+/* Tail bookkeeping: a queue with unsignaled WRs after its last signaled
+ * one holds one CQ entry more, for the NOP that may have to report them */
+static UCS_F_ALWAYS_INLINE void uct_rc_share_txq_tail_end(
+        uct_rc_share_txq_t *txq)
+{
+    if (txq->unsignaled != 0) {
+        txq->unsignaled = 0;
+        --txq->res->tailed;
+        ++txq->res->cq_available;
+    }
+}
+
+ucs_status_t uct_rc_share_txq_post(uct_rc_share_txq_t *txq,
+                                   struct ibv_send_wr *wr, uintptr_t op,
+                                   int signal)
+{
+    uct_rc_share_tx_res_t *res = txq->res;
+    uint64_t sn                = txq->posted + 1;
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    signal = signal || (txq->unsignaled >= res->moderation) ||
+             (res->cq_available <= (int)res->moderation);
+
+    wr->wr_id       = txq->wr_id_base | (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
+    wr->next        = NULL;
+    wr->send_flags |= (signal ? IBV_SEND_SIGNALED : 0) |
+                      (txq->fence ? IBV_SEND_FENCE : 0);
+
+    ret = ibv_post_send(txq->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("ibv_post_send(QP 0x%x) failed: %s", txq->qp->qp_num,
+                  strerror(ret));
+        uct_rc_share_tx_op_release(op);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ucs_assert(txq->ops[sn & txq->ops_mask] == 0);
+    txq->ops[sn & txq->ops_mask] = op;
+    txq->posted                  = sn;
+    txq->fence                   = 0;
+    --txq->sq_available;
+    --res->cq_available;
+    if (signal) {
+        uct_rc_share_txq_tail_end(txq);
+    } else if (txq->unsignaled++ == 0) {
+        ++res->tailed;
+        --res->cq_available;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
+                                          ucs_mpool_t *mp,
+                                          const struct ibv_send_wr *wr,
+                                          uintptr_t op, int signal)
+{
+    uct_rc_share_backlog_op_t *bop;
+    size_t length = 0;
+    int i;
+
+    bop = ucs_mpool_get(mp);
+    if (bop == NULL) {
+        uct_rc_share_tx_op_release(op);
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    bop->wr         = *wr;
+    bop->wr.next    = NULL;
+    bop->wr.sg_list = bop->sge;
+    bop->op         = op;
+    bop->signal     = signal;
+    if (txq->fence) {
+        bop->wr.send_flags |= IBV_SEND_FENCE;
+        txq->fence          = 0;
+    }
+
+    if (wr->send_flags & IBV_SEND_INLINE) {
+        /* The caller may reuse its buffer once we return */
+        for (i = 0; i < wr->num_sge; ++i) {
+            memcpy(bop->inline_data + length,
+                   (const void*)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            length += wr->sg_list[i].length;
+        }
+        bop->sge[0].addr   = (uintptr_t)bop->inline_data;
+        bop->sge[0].length = length;
+        bop->sge[0].lkey   = 0;
+        bop->wr.num_sge    = 1;
+    } else {
+        memcpy(bop->sge, wr->sg_list, sizeof(*wr->sg_list) * wr->num_sge);
+    }
+
+    ucs_queue_push(&txq->backlog, &bop->queue);
+    ++txq->backlog_len;
+    return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_txq_backlog_drain(uct_rc_share_txq_t *txq)
+{
+    uct_rc_share_backlog_op_t *bop;
+    ucs_status_t status;
+
+    while (!ucs_queue_is_empty(&txq->backlog)) {
+        if (txq->res->cq_available <= 0) {
+            return UCS_INPROGRESS;
+        }
+
+        bop = ucs_queue_pull_elem_non_empty(&txq->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --txq->backlog_len;
+        status = uct_rc_share_txq_post(txq, &bop->wr, bop->op, bop->signal);
+        ucs_mpool_put(bop);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
+void uct_rc_share_txq_backlog_purge(uct_rc_share_txq_t *txq,
+                                    ucs_status_t status)
+{
+    uct_rc_share_backlog_op_t *bop;
+    uct_completion_t *comp;
+
+    while (!ucs_queue_is_empty(&txq->backlog)) {
+        bop = ucs_queue_pull_elem_non_empty(&txq->backlog,
+                                            uct_rc_share_backlog_op_t, queue);
+        --txq->backlog_len;
+        comp = uct_rc_share_tx_op_take_comp(bop->op);
+        uct_rc_share_tx_op_release(bop->op);
+        ucs_mpool_put(bop);
+        if ((comp != NULL) && txq->deliver) {
+            uct_invoke_completion(comp, status);
+        }
+        txq->res->desc_starved = 0;
+    }
+}
+
+ucs_status_t uct_rc_share_txq_post_nop(uct_rc_share_txq_t *txq)
+{
+    struct ibv_send_wr wr;
+
+    /* Needs no memory key on either side */
+    wr.opcode              = IBV_WR_RDMA_WRITE;
+    wr.send_flags          = 0;
+    wr.sg_list             = NULL;
+    wr.num_sge             = 0;
+    wr.wr.rdma.remote_addr = 0;
+    wr.wr.rdma.rkey        = 0;
+    return uct_rc_share_txq_post(txq, &wr, 0, 1);
+}
+
+ucs_status_t uct_rc_share_txq_report_tail(uct_rc_share_txq_t *txq)
+{
+    if (txq->unsignaled == 0) {
+        return UCS_OK;
+    }
+
+    ucs_assert(txq->sq_available >= 0);
+    return uct_rc_share_txq_post_nop(txq);
+}
+
+/* Delivers what a WR done leaves: fetched data, the user's completion, the
+ * descriptor back to its pool */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_txq_op_done(uct_rc_share_txq_t *txq, uintptr_t op,
+                         ucs_status_t status)
+{
+    uct_rc_share_tx_desc_t *desc;
+
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        if (ucs_likely(txq->deliver)) {
+            uct_invoke_completion((uct_completion_t*)
+                                  (op & ~UCT_RC_SHARE_TX_OP_COMP), status);
+        }
+        return;
+    }
+
+    desc = (uct_rc_share_tx_desc_t*)op;
+    if (ucs_likely(txq->deliver)) {
+        if ((status == UCS_OK) && (desc->handler != NULL)) {
+            desc->handler(desc);
+        }
+        if (desc->comp != NULL) {
+            uct_invoke_completion(desc->comp, status);
+        }
+    }
+    ucs_mpool_put_inline(desc);
+    txq->res->desc_starved = 0;
+}
+
+unsigned uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
+                                   ucs_status_t status)
+{
+    unsigned count = (uint16_t)(sn - (uint16_t)txq->completed);
+    uint64_t first = txq->completed + 1;
+    uint64_t last  = txq->completed + count;
+    uintptr_t *entry;
+    uintptr_t op;
+    uint64_t i;
+
+    if (ucs_unlikely((count == 0) || (last > txq->posted))) {
+        ucs_error("QP 0x%x: completion of WR %u, but %" PRIu64 " are done "
+                  "and %" PRIu64 " posted", txq->qp->qp_num, sn,
+                  txq->completed, txq->posted);
+        return 0;
+    }
+
+    /* Callbacks may post, but not past these entries: their slots and CQ
+     * entries come back only after the loop */
+    for (i = first; i <= last; ++i) {
+        entry = &txq->ops[i & txq->ops_mask];
+        op    = *entry;
+        if (op != 0) {
+            *entry = 0;
+            uct_rc_share_txq_op_done(txq, op, (i == last) ? status : UCS_OK);
+        }
+    }
+
+    txq->sq_available     += count;
+    txq->completed         = last;
+    txq->res->cq_available += count;
+    if (txq->completed == txq->posted) {
+        /* The tail, if any, went in error completions: no NOP needed */
+        uct_rc_share_txq_tail_end(txq);
+    }
+    return count;
+}
+
+ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
+                                        uct_completion_t *comp)
+{
+    uct_rc_share_flush_req_t *req;
+
+    req = ucs_malloc(sizeof(*req), "rc_share flush");
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    req->comp = comp;
+    /* The last operation issued: posted, or last in the backlog */
+    req->sn   = txq->posted + txq->backlog_len;
+    ucs_queue_push(&txq->flush_reqs, &req->queue);
+    return UCS_OK;
+}
+
+void uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq,
+                                     ucs_status_t status, int connecting)
+{
+    int backlog_gone = !connecting && (txq->completed == txq->posted);
+    uct_rc_share_flush_req_t *req;
+
+    while (!ucs_queue_is_empty(&txq->flush_reqs)) {
+        req = ucs_queue_head_elem_non_empty(&txq->flush_reqs,
+                                            uct_rc_share_flush_req_t, queue);
+        if ((req->sn > txq->completed) && !backlog_gone) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&txq->flush_reqs);
+        uct_invoke_completion(req->comp, status);
+        ucs_free(req);
+    }
+}
+
+void uct_rc_share_txq_detach(uct_rc_share_txq_t *txq)
+{
+    uct_rc_share_flush_req_t *req;
+    uct_completion_t *comp;
+    uintptr_t *entry;
+    uint64_t sn;
+
+    uct_rc_share_txq_backlog_purge(txq, UCS_ERR_CANCELED);
+    ucs_queue_for_each_extract(req, &txq->flush_reqs, queue, 1) {
+        uct_invoke_completion(req->comp, UCS_ERR_CANCELED);
+        ucs_free(req);
+    }
+
+    for (sn = txq->completed + 1; sn <= txq->posted; ++sn) {
+        entry = &txq->ops[sn & txq->ops_mask];
+        comp  = uct_rc_share_tx_op_take_comp(*entry);
+        if (*entry & UCT_RC_SHARE_TX_OP_COMP) {
+            *entry = 0;
+        }
+        if (comp != NULL) {
+            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+        }
+    }
+    txq->deliver = 0;
+}
+
+void uct_rc_share_txq_cleanup(uct_rc_share_txq_t *txq)
+{
+    uint64_t sn;
+
+    if (txq->deliver) {
+        uct_rc_share_txq_detach(txq);
+    }
+    /* (only with the iface, whose CQ goes too: a QP that may still have
+     * completions in the CQ is never destroyed before they are polled) */
+    for (sn = txq->completed + 1; sn <= txq->posted; ++sn) {
+        uct_rc_share_tx_op_release(txq->ops[sn & txq->ops_mask]);
+    }
+    txq->res->cq_available += txq->posted - txq->completed;
+    txq->completed          = txq->posted;
+    uct_rc_share_txq_tail_end(txq);
+    ucs_free(txq->ops);
+    txq->ops = NULL;
+}

@@ -1,0 +1,155 @@
+/**
+ * The send queue of one RC QP: work requests numbered in order, what each
+ * delivers when it is done, selective signaling, the backlog of a QP that
+ * is not connected yet, and flush requests.
+ *
+ * Work requests are numbered per QP (the sequence number is in the wr_id,
+ * beside the owner's address). What a WR delivers when it is done, a
+ * descriptor or the user's completion, waits in the ops ring under its
+ * sequence number; an operation that delivers nothing (a short or
+ * zero-copy request without completion) takes no descriptor.
+ *
+ * Signaling is selective, as in UCX's rc_verbs: a WR whose completion the
+ * user waits for is signaled, others only every `moderation` WRs, or when
+ * CQ entries run short. A completion stands for its WR and every unsignaled
+ * WR before it: they return their send-queue slots and CQ entries, and
+ * what they deliver is delivered, then. In error, every WR completes,
+ * signaled or not (so each WR in flight holds a CQ entry), the failed one
+ * with its error and those before it successfully.
+ *
+ * Unsignaled WRs after a queue's last signaled one (its tail) would report
+ * nothing by themselves: flush, ep_check, the owner's end, and running out
+ * of CQ entries or descriptors post a signaled zero-length RDMA write (a
+ * NOP) after them. So that the NOP can always be posted, a queue with a
+ * tail holds one more CQ entry, and one send-queue slot is kept for it.
+ *
+ * The QP belongs to a connection (rc_share_conn.c), which both directions
+ * of a pair of ifaces share: the queue outlives the endpoint that posted on
+ * it, and once the endpoint is gone its completions deliver nothing.
+ */
+#ifndef UCT_RC_SHARE_TXQ_H_
+#define UCT_RC_SHARE_TXQ_H_
+
+#include "rc_share.h"
+
+
+/* An ops entry that is a user completion (a descriptor has bit 0 clear) */
+#define UCT_RC_SHARE_TX_OP_COMP 1ul
+
+
+struct uct_rc_share_txq {
+    struct ibv_qp             *qp;
+    uct_rc_share_tx_res_t     *res;
+    uintptr_t                 wr_id_base;   /* the owner's address */
+    int                       sq_available;
+    int                       fence;        /* next WR waits for RDMA reads */
+    int                       deliver;      /* 0: nothing reaches the user */
+    uint64_t                  posted;       /* sequence number of the last
+                                               WR */
+    uint64_t                  completed;    /* ... of the last one done */
+    unsigned                  unsignaled;   /* WRs since the last signaled */
+    unsigned                  ops_mask;
+    uintptr_t                 *ops;         /* by sequence number */
+    ucs_queue_head_t          backlog;      /* uct_rc_share_backlog_op_t */
+    unsigned                  backlog_len;
+    ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
+};
+
+
+/*
+ * A send WR's wr_id: the queue's owner, and above the 48 bits of a
+ * user-space address, the low 16 bits of its sequence number (the send
+ * queue holds fewer WRs than that).
+ */
+#define UCT_RC_SHARE_WR_ID_SN_SHIFT 48
+
+static UCS_F_ALWAYS_INLINE void *uct_rc_share_wr_id_owner(uint64_t wr_id)
+{
+    return (void*)(uintptr_t)(wr_id & UCS_MASK(UCT_RC_SHARE_WR_ID_SN_SHIFT));
+}
+
+static UCS_F_ALWAYS_INLINE uint16_t uct_rc_share_wr_id_sn(uint64_t wr_id)
+{
+    return wr_id >> UCT_RC_SHARE_WR_ID_SN_SHIFT;
+}
+
+
+ucs_status_t uct_rc_share_txq_init(uct_rc_share_txq_t *txq,
+                                   uct_rc_share_tx_res_t *res,
+                                   unsigned qp_len, void *owner);
+
+/* Releases what the WRs in flight hold, delivering nothing, and completes
+ * the backlog and the flush requests with CANCELED */
+void uct_rc_share_txq_cleanup(uct_rc_share_txq_t *txq);
+
+/* Whether a WR may be posted now (the QP is connected) */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_txq_has_room(const uct_rc_share_txq_t *txq)
+{
+    return (txq->sq_available > 0) && (txq->res->cq_available > 0);
+}
+
+/* Posts one WR (the caller checked the room). op: what its completion
+ * delivers, 0 for nothing. signal: the caller waits for it. */
+ucs_status_t uct_rc_share_txq_post(uct_rc_share_txq_t *txq,
+                                   struct ibv_send_wr *wr, uintptr_t op,
+                                   int signal);
+
+/* Keeps an operation for when the QP is connected, in order (inline data
+ * copied: the caller may reuse its buffer) */
+ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
+                                          ucs_mpool_t *mp,
+                                          const struct ibv_send_wr *wr,
+                                          uintptr_t op, int signal);
+
+/* Posts the backlog of a connected QP, in order: UCS_OK when it is empty,
+ * UCS_INPROGRESS when CQ entries ran short (the next completion goes on),
+ * an error when a post failed */
+ucs_status_t uct_rc_share_txq_backlog_drain(uct_rc_share_txq_t *txq);
+
+/* Drops the backlog: every operation in it completes with status */
+void uct_rc_share_txq_backlog_purge(uct_rc_share_txq_t *txq,
+                                    ucs_status_t status);
+
+/* A signaled zero-length RDMA write that reports the unsignaled tail, if
+ * there is one (the slot and the CQ entry it needs are kept for it) */
+ucs_status_t uct_rc_share_txq_report_tail(uct_rc_share_txq_t *txq);
+
+/* The same, with no tail to report: a round trip to the peer (ep_check) */
+ucs_status_t uct_rc_share_txq_post_nop(uct_rc_share_txq_t *txq);
+
+/*
+ * A send completion of the WR numbered sn (its low 16 bits): it and the
+ * unsignaled WRs before it are done. In error, the WRs before it succeeded
+ * (a QP completes in order, and stops at the first error); the WR itself
+ * takes the status. Returns how many WRs it completed, 0 for a completion
+ * that is not of this queue's WRs (which must not happen).
+ */
+unsigned uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
+                                   ucs_status_t status);
+
+/* Whether no WR is in flight and none waits in the backlog */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_txq_idle(const uct_rc_share_txq_t *txq)
+{
+    return (txq->posted == txq->completed) && (txq->backlog_len == 0);
+}
+
+/* A flush of everything issued so far (posted, or in the backlog): comp
+ * is called when it is all done (uct_rc_share_txq_flush_progress) */
+ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
+                                        uct_completion_t *comp);
+
+/* Completes the flush requests whose operations are all done, with
+ * status. While connecting, the backlog may still be posted; otherwise
+ * it is gone (posted or dropped), and with nothing in flight every flush
+ * is done. */
+void uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq,
+                                     ucs_status_t status, int connecting);
+
+/* The user's completions of the WRs in flight are called now with
+ * CANCELED, and nothing else reaches the user (deliver = 0); what the WRs
+ * hold stays until their completions come */
+void uct_rc_share_txq_detach(uct_rc_share_txq_t *txq);
+
+#endif

@@ -1,0 +1,628 @@
+/**
+ * rc_share's connections at UCT level (test/guest/conn_stranger.sh runs
+ * them): a target that answers pings, pingers, requesters to kill, a loop
+ * of endpoints that leave with grants outstanding, simultaneous connects.
+ * Runs in the guest with the module preloaded.
+ *
+ *   conn_check DEVICE target FILE SECONDS
+ *       An iface whose addresses go to FILE (hex, for pingers and the
+ *       stranger): answers every ping (AM 1, which carries the pinger's
+ *       addresses) with a pong (AM 2) on an endpoint back to the pinger,
+ *       counts sink messages (AM 3), until SECONDS pass or SIGTERM.
+ *   conn_check DEVICE ping FILE COUNT [HOLD_S [MY_FILE]]
+ *       COUNT ping-pongs with the target of FILE; with HOLD_S, one more
+ *       every 0.2 s for HOLD_S seconds (its own addresses in MY_FILE, for
+ *       the stranger). Exits 0 if every pong came and the endpoint never
+ *       failed; else prints the endpoint's error.
+ *   conn_check DEVICE connect FILE handshake|connected
+ *       An endpoint to FILE's target, then SIGKILL to itself: at once (its
+ *       request is out, the answer not in), or after a sink message is
+ *       flushed and a line "connected" (the caller kills it then; the
+ *       target has no endpoint of its own to it).
+ *   conn_check DEVICE churn FILE ENDPOINTS MESSAGES
+ *       ENDPOINTS times: an endpoint, MESSAGES sink messages (more than half
+ *       the flow-control window, so that they ask for credits), destroyed
+ *       at once, its grant still coming; then one endpoint sends 4 windows'
+ *       worth (every one needs grants) and a ping, whose pong says how many
+ *       sink messages the target got: all of them.
+ *   conn_check DEVICE simul ROUNDS
+ *       Two ifaces of this process connect to each other ROUNDS times at
+ *       about the same time (random delays, either first), exchange a
+ *       message each way, flush and destroy both endpoints.
+ */
+#include "guest_util.h"
+
+#include <uct/api/uct.h>
+#include <ucs/async/async.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+
+#define AM_PING     1
+#define AM_PONG     2
+#define AM_SINK     3
+#define ADDR_MAX    48    /* an am_short carries it */
+#define DEADLINE_S  120.0
+
+
+typedef struct {
+    uint8_t       dev_len, iface_len;
+    unsigned char dev[ADDR_MAX], iface[ADDR_MAX];
+} addr_t;
+
+typedef struct {
+    ucs_async_context_t *async;
+    uct_worker_h        worker;
+    uct_iface_h         iface;
+    addr_t              addr;
+    unsigned            pongs;
+    unsigned            received;    /* simul: messages from the other */
+    uint64_t            sink_seen;   /* in the last pong */
+    unsigned            errors;
+    ucs_status_t        error;
+} node_t;
+
+
+static uct_md_h md;
+static const char *dev_name;
+static volatile sig_atomic_t stop;
+static uint64_t sinks;           /* target: sink messages */
+
+/* target: the endpoints back to its pingers */
+typedef struct {
+    addr_t   addr;
+    uct_ep_h ep;
+} peer_t;
+static peer_t *peers;
+static unsigned num_peers;
+static node_t *target_node;
+
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static ucs_status_t error_handler(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    node_t *node = arg;
+
+    ++node->errors;
+    node->error = status;
+    fprintf(stderr, "conn_check: endpoint %p failed: %s\n", (void*)ep,
+            ucs_status_string(status));
+    return UCS_OK;
+}
+
+static void node_open(node_t *node)
+{
+    uct_iface_config_t *config;
+    uct_iface_params_t params;
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+
+    memset(node, 0, sizeof(*node));
+    guest_open_worker(md, &node->async, &node->worker, &config);
+
+    memset(&params, 0, sizeof(params));
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = "rc_share";
+    params.mode.device.dev_name = dev_name;
+    params.err_handler          = error_handler;
+    params.err_handler_arg      = node;
+    params.err_handler_flags    = UCT_CB_FLAG_ASYNC;
+
+    status = uct_iface_open(md, node->worker, &params, config, &node->iface);
+    uct_config_release(config);
+    if (status != UCS_OK) {
+        DIE("uct_iface_open(%s): %s", dev_name, ucs_status_string(status));
+    }
+    uct_iface_progress_enable(node->iface,
+                              UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+
+    if ((uct_iface_query(node->iface, &attr) != UCS_OK) ||
+        (attr.device_addr_len > ADDR_MAX) || (attr.iface_addr_len > ADDR_MAX) ||
+        (uct_iface_get_device_address(node->iface,
+                                      (uct_device_addr_t*)node->addr.dev) !=
+         UCS_OK) ||
+        (uct_iface_get_address(node->iface,
+                               (uct_iface_addr_t*)node->addr.iface) !=
+         UCS_OK)) {
+        DIE("cannot get the iface's addresses");
+    }
+    node->addr.dev_len   = attr.device_addr_len;
+    node->addr.iface_len = attr.iface_addr_len;
+}
+
+static void node_close(node_t *node)
+{
+    uct_iface_close(node->iface);
+    uct_worker_destroy(node->worker);
+    ucs_async_context_destroy(node->async);
+}
+
+static uct_ep_h ep_create(node_t *node, const addr_t *addr)
+{
+    uct_ep_params_t params;
+    ucs_status_t status;
+    uct_ep_h ep;
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = node->iface;
+    params.dev_addr   = (const uct_device_addr_t*)addr->dev;
+    params.iface_addr = (const uct_iface_addr_t*)addr->iface;
+    status = uct_ep_create(&params, &ep);
+    if (status != UCS_OK) {
+        fprintf(stderr, "conn_check: uct_ep_create: %s\n",
+                ucs_status_string(status));
+        return NULL;
+    }
+    return ep;
+}
+
+/* Sends an AM of length bytes of data, retrying while busy */
+static int am_send(node_t *node, uct_ep_h ep, uint8_t id, const void *data,
+                   size_t length)
+{
+    double end = now() + DEADLINE_S;
+    ucs_status_t status;
+
+    do {
+        status = uct_ep_am_short(ep, id, 0, data, length);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            uct_worker_progress(node->worker);
+        }
+    } while ((status == UCS_ERR_NO_RESOURCE) && (now() < end) &&
+             (node->errors == 0));
+    return (status == UCS_OK) ? 0 : -1;
+}
+
+static int flush_ep(node_t *node, uct_ep_h ep)
+{
+    uct_completion_t comp = {guest_completed, 1, UCS_OK};
+    double end            = now() + DEADLINE_S;
+    ucs_status_t status;
+
+    do {
+        status = uct_ep_flush(ep, 0, &comp);
+        uct_worker_progress(node->worker);
+    } while ((status == UCS_ERR_NO_RESOURCE) && (now() < end));
+    if (status == UCS_INPROGRESS) {
+        while ((comp.count != 0) && (now() < end) && (node->errors == 0)) {
+            uct_worker_progress(node->worker);
+        }
+        status = (comp.count == 0) ? comp.status : UCS_ERR_TIMED_OUT;
+    }
+    return (status == UCS_OK) ? 0 : -1;
+}
+
+/* The address file: two lines of hex, device and iface address */
+static void addr_write(const char *path, const addr_t *addr)
+{
+    char text[4 * ADDR_MAX + 8], *p = text;
+    size_t i;
+
+    for (i = 0; i < addr->dev_len; ++i) {
+        p += sprintf(p, "%02x", addr->dev[i]);
+    }
+    *p++ = '\n';
+    for (i = 0; i < addr->iface_len; ++i) {
+        p += sprintf(p, "%02x", addr->iface[i]);
+    }
+    *p++ = '\n';
+    guest_publish(path, text, p - text);
+}
+
+static size_t hex_read(FILE *file, unsigned char *buf)
+{
+    char line[4 * ADDR_MAX + 8];
+    size_t n = 0;
+    unsigned v;
+
+    if (fgets(line, sizeof(line), file) == NULL) {
+        return 0;
+    }
+    while ((n < ADDR_MAX) && (sscanf(line + 2 * n, "%2x", &v) == 1)) {
+        buf[n++] = v;
+    }
+    return n;
+}
+
+static void addr_read(const char *path, addr_t *addr)
+{
+    double end = now() + 60;
+    FILE *file;
+
+    memset(addr, 0, sizeof(*addr));
+    while (((file = fopen(path, "r")) == NULL) && (now() < end)) {
+        usleep(50000);
+    }
+    if (file == NULL) {
+        DIE("no address file %s", path);
+    }
+    addr->dev_len   = hex_read(file, addr->dev);
+    addr->iface_len = hex_read(file, addr->iface);
+    fclose(file);
+    if ((addr->dev_len == 0) || (addr->iface_len == 0)) {
+        DIE("malformed address file %s", path);
+    }
+}
+
+/* ------------------------------------------------------------ target */
+
+static uct_ep_h target_peer_ep(const addr_t *addr)
+{
+    unsigned i;
+
+    for (i = 0; i < num_peers; ++i) {
+        if (!memcmp(&peers[i].addr, addr, sizeof(*addr))) {
+            return peers[i].ep;
+        }
+    }
+    peers = realloc(peers, (num_peers + 1) * sizeof(*peers));
+    peers[num_peers].addr = *addr;
+    peers[num_peers].ep   = ep_create(target_node, addr);
+    return peers[num_peers++].ep;
+}
+
+static ucs_status_t target_ping(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    addr_t addr;
+    uct_ep_h ep;
+
+    if (length != sizeof(uint64_t) + sizeof(addr)) {
+        return UCS_OK;
+    }
+    memcpy(&addr, (char*)data + sizeof(uint64_t), sizeof(addr));
+    ep = target_peer_ep(&addr);
+    /* From the callback: no retry loop, a pinger whose pong could not go
+     * now asks again */
+    if (ep != NULL) {
+        (void)uct_ep_am_short(ep, AM_PONG, sinks, NULL, 0);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t target_sink(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    ++sinks;
+    return UCS_OK;
+}
+
+static void on_signal(int sig)
+{
+    stop = 1;
+}
+
+static int target(const char *path, double seconds)
+{
+    double end = now() + seconds;
+    node_t node;
+    unsigned i;
+
+    signal(SIGTERM, on_signal);
+    node_open(&node);
+    target_node = &node;
+    uct_iface_set_am_handler(node.iface, AM_PING, target_ping, &node, 0);
+    uct_iface_set_am_handler(node.iface, AM_SINK, target_sink, &node, 0);
+    addr_write(path, &node.addr);
+    printf("target: serving (pid %d)\n", getpid());
+    fflush(stdout);
+
+    while (!stop && (now() < end)) {
+        uct_worker_progress(node.worker);
+    }
+
+    printf("target: %u pingers, %" PRIu64 " sink messages, %u endpoint "
+           "errors\n", num_peers, sinks, node.errors);
+    for (i = 0; i < num_peers; ++i) {
+        if (peers[i].ep != NULL) {
+            uct_ep_destroy(peers[i].ep);
+        }
+    }
+    node_close(&node);
+    return 0;
+}
+
+/* ------------------------------------------------------------ pinger */
+
+static ucs_status_t pinger_pong(void *arg, void *data, size_t length,
+                                unsigned flags)
+{
+    node_t *node = arg;
+
+    memcpy(&node->sink_seen, data, sizeof(uint64_t));
+    ++node->pongs;
+    return UCS_OK;
+}
+
+/* One ping-pong; 0 if the pong came */
+static int ping_once(node_t *node, uct_ep_h ep)
+{
+    unsigned char msg[sizeof(addr_t)];
+    unsigned pongs = node->pongs;
+    double end     = now() + 10, resend = 0;
+
+    memcpy(msg, &node->addr, sizeof(node->addr));
+    while ((node->pongs == pongs) && (now() < end) && (node->errors == 0)) {
+        if (now() >= resend) {
+            /* The target answers from its callback, and may have had no
+             * room for the pong: ask again */
+            if (am_send(node, ep, AM_PING, msg, sizeof(msg)) != 0) {
+                return -1;
+            }
+            resend = now() + 1.0;
+        }
+        uct_worker_progress(node->worker);
+    }
+    return (node->pongs != pongs) ? 0 : -1;
+}
+
+static void pinger_open(node_t *node)
+{
+    node_open(node);
+    uct_iface_set_am_handler(node->iface, AM_PONG, pinger_pong, node, 0);
+}
+
+static int ping(const char *path, unsigned count, double hold,
+                const char *my_path)
+{
+    unsigned i, ok = 0, tries = 0;
+    double end;
+    node_t node;
+    addr_t addr;
+    uct_ep_h ep;
+
+    snprintf(guest_name, sizeof(guest_name), "ping %d", getpid());
+    addr_read(path, &addr);
+    pinger_open(&node);
+    if (my_path != NULL) {
+        addr_write(my_path, &node.addr);
+    }
+    ep = ep_create(&node, &addr);
+    if (ep == NULL) {
+        return 1;
+    }
+    for (i = 0; i < count; ++i) {
+        ok += ping_once(&node, ep) == 0;
+    }
+    end = now() + hold;
+    while (now() < end) {
+        ++tries;
+        ok += ping_once(&node, ep) == 0;
+        usleep(200000);
+    }
+    printf("ping: %u of %u pongs, %u endpoint errors%s%s\n", ok,
+           count + tries, node.errors, node.errors ? ": " : "",
+           node.errors ? ucs_status_string(node.error) : "");
+    uct_ep_destroy(ep);
+    node_close(&node);
+    return ((ok == count + tries) && (node.errors == 0)) ? 0 : 1;
+}
+
+static int connect_and_die(const char *path, const char *when)
+{
+    node_t node;
+    addr_t addr;
+    uct_ep_h ep;
+
+    addr_read(path, &addr);
+    pinger_open(&node);
+    ep = ep_create(&node, &addr);
+    if (ep == NULL) {
+        return 1;
+    }
+    if (!strcmp(when, "connected")) {
+        uint64_t payload = 0;
+
+        if ((am_send(&node, ep, AM_SINK, &payload, sizeof(payload)) != 0) ||
+            (flush_ep(&node, ep) != 0)) {
+            printf("connect: the sink message did not go\n");
+            return 1;
+        }
+        printf("connected\n");
+        fflush(stdout);
+        for (;;) {
+            uct_worker_progress(node.worker);
+            usleep(1000);
+        }
+    }
+    uct_worker_progress(node.worker);
+    raise(SIGKILL);
+    return 1;
+}
+
+static int churn(const char *path, unsigned num_eps, unsigned messages)
+{
+    uint64_t sent = 0, payload = 0;
+    unsigned i, k;
+    node_t node;
+    addr_t addr;
+    uct_ep_h ep;
+    int ok;
+
+    snprintf(guest_name, sizeof(guest_name), "churn");
+    addr_read(path, &addr);
+    pinger_open(&node);
+    for (i = 0; i < num_eps; ++i) {
+        ep = ep_create(&node, &addr);
+        if (ep == NULL) {
+            return 1;
+        }
+        for (k = 0; k < messages; ++k) {
+            if (am_send(&node, ep, AM_SINK, &payload, sizeof(payload)) != 0) {
+                break;
+            }
+            ++sent;
+        }
+        /* At once: what it sent is in flight, its grant coming */
+        uct_worker_progress(node.worker);
+        uct_ep_destroy(ep);
+    }
+
+    /* One more: 4 windows' worth, each past the first needing grants */
+    ep = ep_create(&node, &addr);
+    for (k = 0; (ep != NULL) && (k < 4 * messages); ++k) {
+        if (am_send(&node, ep, AM_SINK, &payload, sizeof(payload)) != 0) {
+            break;
+        }
+        ++sent;
+    }
+    ok = (ep != NULL) && (flush_ep(&node, ep) == 0) &&
+         (ping_once(&node, ep) == 0);
+    CHECK(ok && (node.sink_seen == sent) && (node.errors == 0),
+          "%u endpoints left with grants outstanding; then one sent %u "
+          "messages, 4 windows: the target got %" PRIu64 " of %" PRIu64
+          " sink messages, %u endpoint errors", num_eps, 4 * messages,
+          node.sink_seen, sent, node.errors);
+    if (ep != NULL) {
+        uct_ep_destroy(ep);
+    }
+    node_close(&node);
+    return guest_failures ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ simul */
+
+static ucs_status_t simul_recv(void *arg, void *data, size_t length,
+                               unsigned flags)
+{
+    ++((node_t*)arg)->received;
+    return UCS_OK;
+}
+
+static void progress_for(node_t *a, node_t *b, double seconds)
+{
+    double end = now() + seconds;
+
+    do {
+        uct_worker_progress(a->worker);
+        uct_worker_progress(b->worker);
+    } while (now() < end);
+}
+
+static int simul(unsigned rounds)
+{
+    unsigned round, good = 0, seed = 7;
+    uint64_t payload = 0;
+    node_t a, b, *first, *second;
+    uct_ep_h ab, ba;
+    double end;
+    int ok;
+
+    snprintf(guest_name, sizeof(guest_name), "simul");
+    node_open(&a);
+    node_open(&b);
+    uct_iface_set_am_handler(a.iface, AM_SINK, simul_recv, &a, 0);
+    uct_iface_set_am_handler(b.iface, AM_SINK, simul_recv, &b, 0);
+
+    for (round = 0; round < rounds; ++round) {
+        first  = (rand_r(&seed) & 1) ? &a : &b;
+        second = (first == &a) ? &b : &a;
+        progress_for(&a, &b, (rand_r(&seed) % 2000) * 1e-6);
+        /* The second's endpoint comes before, with or after the first's
+         * request: 0 to 2 ms, while both progress */
+        if (first == &a) {
+            ab = ep_create(&a, &b.addr);
+            progress_for(&a, &b, (rand_r(&seed) % 2000) * 1e-6);
+            ba = ep_create(&b, &a.addr);
+        } else {
+            ba = ep_create(&b, &a.addr);
+            progress_for(&a, &b, (rand_r(&seed) % 2000) * 1e-6);
+            ab = ep_create(&a, &b.addr);
+        }
+        (void)second;
+        if ((ab == NULL) || (ba == NULL)) {
+            break;
+        }
+
+        a.received = b.received = 0;
+        ok  = am_send(&a, ab, AM_SINK, &payload, sizeof(payload)) == 0;
+        ok &= am_send(&b, ba, AM_SINK, &payload, sizeof(payload)) == 0;
+        end = now() + 30;
+        while (ok && ((a.received == 0) || (b.received == 0)) &&
+               (now() < end)) {
+            progress_for(&a, &b, 0);
+        }
+        ok &= (a.received == 1) && (b.received == 1);
+        ok &= (flush_ep(&a, ab) == 0) && (flush_ep(&b, ba) == 0);
+        good += ok;
+
+        uct_ep_destroy(ab);
+        uct_ep_destroy(ba);
+        progress_for(&a, &b, 0.001);
+    }
+    progress_for(&a, &b, 0.5);
+
+    CHECK((good == rounds) && (a.errors == 0) && (b.errors == 0),
+          "%u of %u rounds of simultaneous connects passed a message each "
+          "way and flushed (endpoint errors %u, %u)", good, rounds, a.errors,
+          b.errors);
+    node_close(&a);
+    node_close(&b);
+    return guest_failures ? 1 : 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    uct_md_config_t *md_config;
+    char md_name[64], *colon;
+    const char *mode;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: conn_check DEVICE "
+                "target|ping|connect|churn|simul ARGS...\n");
+        return 2;
+    }
+    dev_name = argv[1];
+    mode     = argv[2];
+    snprintf(guest_name, sizeof(guest_name), "conn_check %s", mode);
+
+    /* The md is the device, the iface its port: rxe0 of rxe0:1 */
+    snprintf(md_name, sizeof(md_name), "%s", dev_name);
+    colon = strchr(md_name, ':');
+    if (colon != NULL) {
+        *colon = '\0';
+    }
+    if ((uct_md_config_read(guest_ibshare_component(), NULL, NULL,
+                            &md_config) != UCS_OK) ||
+        (uct_md_open(guest_ibshare_component(), md_name, md_config, &md) !=
+         UCS_OK)) {
+        DIE("no ibshare md for %s", md_name);
+    }
+    uct_config_release(md_config);
+
+    if (!strcmp(mode, "target") && (argc == 5)) {
+        return target(argv[3], atof(argv[4]));
+    } else if (!strcmp(mode, "ping") && (argc >= 5) && (argc <= 7)) {
+        return ping(argv[3], atoi(argv[4]), (argc >= 6) ? atof(argv[5]) : 0,
+                    (argc == 7) ? argv[6] : NULL);
+    } else if (!strcmp(mode, "connect") && (argc == 5)) {
+        return connect_and_die(argv[3], argv[4]);
+    } else if (!strcmp(mode, "churn") && (argc == 6)) {
+        return churn(argv[3], atoi(argv[4]), atoi(argv[5]));
+    } else if (!strcmp(mode, "simul") && (argc == 4)) {
+        return simul(atoi(argv[3]));
+    }
+    fprintf(stderr, "conn_check: bad arguments for %s\n", mode);
+    return 2;
+}
