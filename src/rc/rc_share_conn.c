@@ -1461,7 +1461,9 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
     memset(&wr, 0, sizeof(wr));
     wr.opcode   = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
-    (void)uct_rc_share_txq_post(&conn->txq, &wr, 0, 0);
+    /* Without an owner no later WR reports it: a signaled grant leaves no
+     * tail, so that the queue of a peer's half can become idle */
+    (void)uct_rc_share_txq_post(&conn->txq, &wr, 0, conn->owner == NULL);
     return 1;
 }
 

@@ -45,7 +45,7 @@ run_mpi() {
 # kernel's PDs and MRs (rdma res show) sampled while it runs: OUT/NAME.pd.*
 # and OUT/NAME.mr.* before, at the most PDs, at the most pool and slice MRs
 # (of POOL_MRLEN and SLICE_MRLEN bytes: a PD comes before its MR, so the
-# two are sampled apart), and after
+# two are sampled apart), and after; OUT/NAME.qp.max at the most RC QPs
 run_mpi_sampled() {
     for what in pd mr; do
         rdma res show $what > "$1/$2.$what.before"
@@ -55,7 +55,15 @@ run_mpi_sampled() {
     job=$!
     most_pds=$(grep -c . "$1/$2.pd.before")
     most_mrs=0
+    most_rc=0
+    rdma res show qp > "$1/$2.qp.max"
     while kill -0 "$job" 2>/dev/null; do
+        rdma res show qp > "$1/$2.qp.now"
+        n=$(grep -c " type RC " "$1/$2.qp.now")
+        if [ "$n" -gt "$most_rc" ]; then
+            most_rc=$n
+            mv "$1/$2.qp.now" "$1/$2.qp.max"
+        fi
         rdma res show pd > "$1/$2.pd.now"
         n=$(grep -c . "$1/$2.pd.now")
         if [ "$n" -gt "$most_pds" ]; then
@@ -232,6 +240,12 @@ if [ "$tl" = rc_share ]; then
         check "$label: one slice MR (11 MiB) per rank ($slice_mrs), no pool\
  MR ($pool_mrs)" test "$slice_mrs" -eq 4 -a "$pool_mrs" -eq 0
     fi
+    # One connection per pair of ranks, both directions on it: 6 pairs,
+    # 2 QPs each (rc_verbs holds as many; this transport held 24 before)
+    rcs=$(grep -c " type RC " "$obj.qp.max")
+    uds=$(grep -c " type UD " "$obj.qp.max")
+    check "$label: at most one RC QP per rank and peer, 4 x 3 = 12 ($rcs at\
+ the most; and $uds UD QPs)" test "$rcs" -ge 1 -a "$rcs" -le 12
     check "$label: after the job the kernel holds the PDs and MRs it held\
  before" sh -c "cmp -s '$obj.pd.before' '$obj.pd.after' &&
                 cmp -s '$obj.mr.before' '$obj.mr.after'"
