@@ -125,17 +125,10 @@ guest() {
         for k in 1 2 3 4 5 6 7 8 9 10; do
             "$cc" $dev connect "$out/T.addr" handshake \
                 > /dev/null 2>&1 &
+            pids="$pids $!"
             "$cc" $dev connect "$out/T.addr" connected \
                 > "$out/conn.$batch.$k" 2>&1 &
             pids="$pids $!"
-        done
-        for p in $pids; do
-            i=0
-            while ! grep -q '^connected$' "$out"/conn.$batch.* 2>/dev/null &&
-                  [ $i -lt 300 ]; do
-                sleep 0.1
-                i=$((i + 1))
-            done
         done
         # (each connected one prints its line: wait for all ten)
         i=0
@@ -146,7 +139,8 @@ guest() {
         done
         # shellcheck disable=SC2086  # (a list of pids)
         kill -KILL $pids 2>/dev/null
-        wait 2>/dev/null
+        # shellcheck disable=SC2086
+        wait $pids 2>/dev/null
         echo "$batch $(cat "$out"/conn.$batch.* | grep -c '^connected$')" \
             >> "$out/killed"
     done
