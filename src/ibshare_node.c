@@ -187,6 +187,7 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
     node->record       = UCT_IBSHARE_NODE_NO_RECORD;
     node->timeout      = params->timeout;
     node->fault        = params->fault;
+    node->reclaim      = params->reclaim;
 
     uct_ibshare_node_fork_lock();
     ucs_list_add_tail(&uct_ibshare_node_all, &node->list);
@@ -546,8 +547,9 @@ static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
     }
 
     /* The state is for ibshare_info and for retiring the slices of killed
-     * shared-mode members: without it we still work, those slices may be
-     * handed out again */
+     * shared-mode members: without it we still work, but should we serve,
+     * we hand out no slice, since we cannot tell a free one from a retired
+     * one (uct_ibshare_node_pick_slice) */
     uct_ibshare_node_fork_lock();
     if (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
                                    desc->num_slices, &node->state,

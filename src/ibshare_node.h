@@ -66,6 +66,18 @@ typedef struct uct_ibshare_node_params {
     ucs_status_t (*create)(void *arg, uct_ibshare_desc_t *desc,
                            int *cmd_fd_p, int *pool_fd_p);
     void        *arg;
+
+    /*
+     * Called in the serving member, from its thread, for a member pid that
+     * died in shared mode holding slice: destroy what it left on the
+     * group's shared uverbs file (cmd_fd and pool_fd are the server's dups
+     * of the group's files, desc the group's descriptor). UCS_OK: nothing
+     * of it is left, and its slice is free again. NULL: the slices of such
+     * members stay retired until the group ends.
+     */
+    ucs_status_t (*reclaim)(int cmd_fd, int pool_fd,
+                            const uct_ibshare_desc_t *desc, uint32_t slice,
+                            pid_t pid);
 } uct_ibshare_node_params_t;
 
 

@@ -100,6 +100,8 @@ typedef struct uct_ibshare_node_state {
 #define UCT_IBSHARE_NODE_NO_RECORD    UINT32_MAX
 #define UCT_IBSHARE_NODE_FAULT_STATUS 86   /* exit status of a fault */
 #define UCT_IBSHARE_NODE_DROP_WARN_SEC 1   /* at most one drop warning */
+#define UCT_IBSHARE_NODE_RECLAIM_MS   500 /* the server looks for dead
+                                             shared-mode members */
 
 
 /* A connection accepted by the server, waiting for its JOIN message */
@@ -158,6 +160,15 @@ struct uct_ibshare_node {
     unsigned long              conns_dropped;
     unsigned long              conns_dropped_unlogged;
     ucs_time_t                 drop_warn_time;
+
+    /* Dead shared-mode members' objects (the server's thread only) */
+    ucs_status_t               (*reclaim)(int cmd_fd, int pool_fd,
+                                          const uct_ibshare_desc_t *desc,
+                                          uint32_t slice, pid_t pid);
+    ucs_time_t                 next_reclaim;
+    uint8_t                    reclaim_failed[UCT_IBSHARE_DESC_MAX_SLICES /
+                                              8]; /* logged, tried again
+                                                     only at takeover */
 
     ucs_list_link_t            list;         /* in the process's nodes, which
                                                 a fork child lets go of */

@@ -131,7 +131,7 @@ static int uct_ibshare_node_slice_retired(const uct_ibshare_node_t *node,
     const uct_ibshare_node_record_t *rec;
 
     if ((node->state == NULL) || (slice >= node->state->num_records)) {
-        return 0;
+        return 1; /* we cannot tell that it is free: it is not ours to give */
     }
     rec = &node->state->records[slice];
     return (__atomic_load_n(&rec->pid, __ATOMIC_ACQUIRE) != 0) &&
@@ -155,6 +155,59 @@ uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
         }
     }
     return UCT_IBSHARE_DESC_NO_SLICE;
+}
+
+/*
+ * The verbs objects that members killed in shared mode left on the group's
+ * shared file: the node's reclaim() destroys them, and their slices become
+ * free (slice_retired above no longer holds). A slice whose objects the
+ * kernel would not all give back stays retired, and is not tried again by
+ * this server.
+ */
+static void uct_ibshare_node_reclaim_dead(uct_ibshare_node_t *node,
+                                          ucs_time_t now)
+{
+    uct_ibshare_node_record_t *rec;
+    ucs_status_t status;
+    uint32_t slice;
+    pid_t pid;
+
+    if ((node->reclaim == NULL) || (node->state == NULL) ||
+        (node->cmd_fd < 0) || (node->pool_fd < 0) ||
+        (node->desc.mode != UCT_IBSHARE_GROUP_SHARED) ||
+        (now < node->next_reclaim)) {
+        return;
+    }
+    node->next_reclaim = now + ucs_time_from_msec(UCT_IBSHARE_NODE_RECLAIM_MS);
+
+    for (slice = 0; slice < ucs_min(node->desc.num_slices,
+                                    node->state->num_records); ++slice) {
+        rec = &node->state->records[slice];
+        pid = __atomic_load_n(&rec->pid, __ATOMIC_ACQUIRE);
+        /* A member that leaves clears its pid before it lets go of its
+         * lock: a pid in a record nobody holds is a death */
+        if ((slice == node->record) || (pid == 0) ||
+            (__atomic_load_n(&rec->mode, __ATOMIC_ACQUIRE) !=
+             UCT_IBSHARE_GROUP_SHARED) ||
+            (node->reclaim_failed[slice / 8] & UCS_BIT(slice % 8)) ||
+            (uct_ibshare_lock_test(node->lock_fd,
+                                   UCT_IBSHARE_LOCK_RECORD0 + slice) != 0)) {
+            continue;
+        }
+
+        status = node->reclaim(node->cmd_fd, node->pool_fd, &node->desc,
+                               slice, pid);
+        if (status != UCS_OK) {
+            node->reclaim_failed[slice / 8] |= UCS_BIT(slice % 8);
+            continue;
+        }
+
+        rec->regs_done    = 0;
+        rec->regs_avoided = 0;
+        rec->mrs_held     = 0;
+        __atomic_store_n(&rec->mode, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&rec->pid, 0, __ATOMIC_RELEASE);
+    }
 }
 
 /* Best effort: the peer is dropped right after either way */
@@ -471,6 +524,10 @@ static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
                           uct_ibshare_node_drop_summary_time(node));
         timeout = (timeout < 0) ? ms : ucs_min(timeout, ms);
     }
+    if ((node->reclaim != NULL) && (node->cmd_fd >= 0)) {
+        timeout = (timeout < 0) ? UCT_IBSHARE_NODE_RECLAIM_MS :
+                  ucs_min(timeout, UCT_IBSHARE_NODE_RECLAIM_MS);
+    }
 
     if ((poll(pfds, n, timeout) < 0) && (errno != EINTR)) {
         ucs_error("%s: poll() failed: %m", node->sock_path);
@@ -491,6 +548,7 @@ static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
 
     now = ucs_get_time();
     uct_ibshare_node_drop_summary(node, now);
+    uct_ibshare_node_reclaim_dead(node, now);
     for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
          ++conn) {
         if ((conn->fd >= 0) && (conn->deadline <= now)) {

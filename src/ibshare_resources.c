@@ -108,6 +108,7 @@ struct ibv_mr *uct_ibshare_resources_reg_mr(uct_ibshare_resources_t *res,
     if (mr == NULL) {
         return NULL;
     }
+    uct_ibshare_resources_track(res, UCT_IBSHARE_OBJ_MR, mr->handle);
 
     pthread_mutex_lock(&res->lock);
     ++res->counters.regs_done;
@@ -120,9 +121,14 @@ struct ibv_mr *uct_ibshare_resources_reg_mr(uct_ibshare_resources_t *res,
 int uct_ibshare_resources_dereg_mr(uct_ibshare_resources_t *res,
                                    struct ibv_mr *mr)
 {
-    int ret = ibv_dereg_mr(mr);
+    uint32_t handle = mr->handle;
+    int ret;
 
-    if (ret == 0) {
+    uct_ibshare_resources_untrack(res, UCT_IBSHARE_OBJ_MR, handle);
+    ret = ibv_dereg_mr(mr);
+    if (ret != 0) {
+        uct_ibshare_resources_track(res, UCT_IBSHARE_OBJ_MR, handle);
+    } else {
         pthread_mutex_lock(&res->lock);
         --res->counters.mrs_held;
         uct_ibshare_resources_publish(res);
@@ -293,6 +299,44 @@ static ucs_status_t uct_ibshare_group_create(void *arg,
     return UCS_OK;
 }
 
+/* ------------------------------------------------------------ reclaiming */
+
+/* The node group's server, for a member killed in shared mode: what its
+ * ledger still records is destroyed on the shared file (node's thread) */
+static ucs_status_t uct_ibshare_group_reclaim(int cmd_fd, int pool_fd,
+                                              const uct_ibshare_desc_t *desc,
+                                              uint32_t slice, pid_t pid)
+{
+    uct_ibshare_ledger_reclaimed_t done;
+    ucs_status_t status;
+    char what[128];
+
+    status = uct_ibshare_ledger_reclaim(cmd_fd, pool_fd,
+                                        (uint64_t)slice * desc->slice_size,
+                                        uct_ibshare_ledger_size(
+                                                desc->slice_size),
+                                        pid, &done);
+    uct_ibshare_ledger_reclaimed_str(&done, what, sizeof(what));
+    if (status == UCS_OK) {
+        ucs_info("%s: member pid %d died; destroyed what it left on the "
+                 "group's device context (%s%s), slice %u is free again",
+                 desc->dev_name, (int)pid, what,
+                 (done.unrecorded > 0) ? ", and it had objects beyond its "
+                 "ledger" : "", slice);
+    } else if ((status == UCS_ERR_BUSY) || (status == UCS_ERR_UNSUPPORTED)) {
+        ucs_warn("%s: member pid %d died; of what it left on the group's "
+                 "device context, %s destroyed, %u refused by the kernel "
+                 "(%s): slice %u stays retired until the node group ends",
+                 desc->dev_name, (int)pid, what, done.failed,
+                 strerror(done.first_errno), slice);
+    } else {
+        ucs_warn("%s: member pid %d died; its ledger could not be read: "
+                 "slice %u stays retired until the node group ends",
+                 desc->dev_name, (int)pid, slice);
+    }
+    return status;
+}
+
 /* ------------------------------------------------------------ joining */
 
 /* A shared-mode joiner imports the leader's context, PD and MR; cmd_fd is
@@ -386,6 +430,7 @@ static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
     void *address = UCS_PTR_BYTE_OFFSET(res->pool_address, offset);
     uct_ibshare_sys_mem_t mem;
     ucs_status_t status;
+    size_t ledger_size;
 
     if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
         res->keys_address = res->pool_address;
@@ -416,7 +461,26 @@ static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
     }
 
     res->va_offset = (uintptr_t)res->pool_address - res->pool_iova;
-    status = uct_ibshare_slice_init(&res->slice, address, desc->slice_size);
+    ledger_size    = 0;
+    if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
+        /* At the start of the slice, where a survivor looks for it */
+        ledger_size = uct_ibshare_ledger_size(desc->slice_size);
+        if (ledger_size == 0) {
+            ucs_warn("%s: UCX_IBSHARE_SLICE_SIZE=%zu is too small for the "
+                     "ledger of this rank's verbs objects: should it be "
+                     "killed, they and its slice stay until the node group "
+                     "ends", res->dev_name, (size_t)desc->slice_size);
+        } else {
+            status = uct_ibshare_ledger_open(address, ledger_size,
+                                             &res->ledger);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+    }
+    status = uct_ibshare_slice_init(&res->slice,
+                                    UCS_PTR_BYTE_OFFSET(address, ledger_size),
+                                    desc->slice_size - ledger_size);
     if (status != UCS_OK) {
         return status;
     }
@@ -444,6 +508,8 @@ static void uct_ibshare_resources_release(uct_ibshare_resources_t *res,
         uct_ibshare_slice_cleanup(&res->slice);
         res->has_slice = 0;
     }
+    uct_ibshare_ledger_close(res->ledger);
+    res->ledger = NULL;
 
     /* Objects of our own go with us; shared ones only with the last member */
     destroy = (res->mode != UCT_IBSHARE_GROUP_SHARED) || last_member;
@@ -514,6 +580,7 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
     node_params.fault       = params->fault;
     node_params.create      = uct_ibshare_group_create;
     node_params.arg         = &found;
+    node_params.reclaim     = uct_ibshare_group_reclaim;
 
     status = uct_ibshare_node_join(&node_params, &res->node, &member);
     if (status != UCS_OK) {

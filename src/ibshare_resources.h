@@ -11,6 +11,7 @@
 #define UCT_IBSHARE_RESOURCES_H_
 
 #include "ibshare_desc.h"
+#include "ibshare_ledger.h"
 #include "ibshare_node.h"
 #include "ibshare_pool.h"
 
@@ -75,6 +76,10 @@ typedef struct uct_ibshare_resources {
     size_t                    keys_length;
     uct_ibshare_slice_t       slice;
     int                       has_slice;
+    uct_ibshare_ledger_t      *ledger;        /* shared mode: our objects on
+                                                 the shared file, for a
+                                                 survivor to destroy should
+                                                 we be killed; else NULL */
 
     struct {
         uint64_t              regs_done;      /* ibv_reg_mr* calls */
@@ -124,6 +129,26 @@ uct_ibshare_resources_covers(const uct_ibshare_resources_t *res,
            ((uintptr_t)address >= (uintptr_t)res->keys_address) &&
            ((uintptr_t)address + length <=
             (uintptr_t)res->keys_address + res->keys_length);
+}
+
+/*
+ * Every verbs object the rank creates on the device (QP, CQ, SRQ, AH, MR),
+ * once it exists, and before it is destroyed: in shared mode the ledger
+ * records it (see ibshare_ledger.h). The PD and the pool MR are the
+ * group's, not the rank's: not these.
+ */
+static inline void
+uct_ibshare_resources_track(const uct_ibshare_resources_t *res,
+                            uct_ibshare_obj_type_t type, uint32_t handle)
+{
+    uct_ibshare_ledger_add(res->ledger, type, handle);
+}
+
+static inline void
+uct_ibshare_resources_untrack(const uct_ibshare_resources_t *res,
+                              uct_ibshare_obj_type_t type, uint32_t handle)
+{
+    uct_ibshare_ledger_remove(res->ledger, type, handle);
 }
 
 /* ibv_reg_mr with the counters kept; iova != address for pool memory */

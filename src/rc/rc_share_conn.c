@@ -111,6 +111,15 @@ struct uct_rc_share_conn {
     enum ibv_mtu              peer_mtu;
     uint32_t                  psn;          /* our QP's first */
     uint32_t                  remote_qpn;   /* its QP, once known */
+    int                       qp_connected; /* ours is connected to it (it
+                                               may still wait, CONNECTING,
+                                               for the peer's to be) */
+    int                       peer_ready;   /* its QP is connected to ours:
+                                               it answered us */
+    int                       confirming;   /* an owner came to a connection
+                                               the peer made: it waits for
+                                               the answer to a request that
+                                               says peer_ready */
 
     /* Timers (async): a request or a check in flight puts it on timed */
     ucs_list_link_t           timed_list;
@@ -178,6 +187,18 @@ struct uct_rc_share_conn_iface {
 static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
 {
     return iface->md->dev_name;
+}
+
+/*
+ * How long a connection that only the peer uses goes unchecked: half the
+ * check's timeout, so that one whose peer is gone goes within 2 x
+ * CHECK_TIMEOUT (idle time, a quarter of it until the scan, the check's
+ * own timeout).
+ */
+static UCS_F_ALWAYS_INLINE ucs_time_t
+uct_rc_share_conn_idle_time(const uct_rc_share_iface_t *iface)
+{
+    return iface->config.check_timeout / 2;
 }
 
 static UCS_F_ALWAYS_INLINE ucs_async_context_t *
@@ -351,13 +372,14 @@ static void uct_rc_share_conn_retire_ah(uct_rc_share_iface_t *iface,
         return;
     }
     if (ci->tx_done == ci->tx_posted) {
-        ibv_destroy_ah(ah);
+        uct_rc_share_ah_destroy(iface, ah);
         return;
     }
 
     retired = ucs_malloc(sizeof(*retired), "rc_share retired ah");
     if (retired == NULL) {
-        ibv_destroy_ah(ah); /* unlikely; a send fails at worst */
+        uct_rc_share_ah_destroy(iface, ah); /* unlikely; a send fails at
+                                                worst */
         return;
     }
     retired->ah    = ah;
@@ -376,7 +398,7 @@ static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface,
             break; /* retired in order */
         }
         ucs_list_del(&retired->list);
-        ibv_destroy_ah(retired->ah);
+        uct_rc_share_ah_destroy(iface, retired->ah);
         ucs_free(retired);
     }
 }
@@ -495,11 +517,17 @@ static void uct_rc_share_conn_timed_del(uct_rc_share_conn_t *conn)
     }
 }
 
+/* Whether requests are resent for the connection until its deadline */
+static int uct_rc_share_conn_requesting(const uct_rc_share_conn_t *conn)
+{
+    return (conn->state == UCT_RC_SHARE_CONN_CONNECTING) || conn->confirming;
+}
+
 /* Whether an owner waits on the handshake of the connection */
 static int uct_rc_share_conn_owner_waits(const uct_rc_share_conn_t *conn)
 {
     return (conn->owner != NULL) &&
-           ((conn->state == UCT_RC_SHARE_CONN_CONNECTING) ||
+           (uct_rc_share_conn_requesting(conn) ||
             (conn->check == UCT_RC_SHARE_CONN_CHECK_OWNER));
 }
 
@@ -509,7 +537,7 @@ static void uct_rc_share_conn_stop_check(uct_rc_share_conn_t *conn)
         --conn->iface->conn->owners_waiting;
     }
     conn->check = UCT_RC_SHARE_CONN_CHECK_NONE;
-    if (conn->state != UCT_RC_SHARE_CONN_CONNECTING) {
+    if (!uct_rc_share_conn_requesting(conn)) {
         uct_rc_share_conn_timed_del(conn);
     }
 }
@@ -518,11 +546,10 @@ static void uct_rc_share_conn_stop_check(uct_rc_share_conn_t *conn)
 static void uct_rc_share_conn_fail(uct_rc_share_conn_t *conn,
                                    ucs_status_t status)
 {
-    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
-        if (conn->owner != NULL) {
-            --conn->iface->conn->owners_waiting;
-        }
+    if (uct_rc_share_conn_requesting(conn) && (conn->owner != NULL)) {
+        --conn->iface->conn->owners_waiting;
     }
+    conn->confirming = 0;
     uct_rc_share_conn_stop_check(conn);
     uct_rc_share_conn_timed_del(conn);
     conn->peer_half = 0;
@@ -590,7 +617,7 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
     return conn;
 
 err_qp:
-    ibv_destroy_qp(conn->txq.qp);
+    uct_rc_share_qp_destroy(iface, conn->txq.qp);
 err_txq:
     conn->txq.qp = NULL;
     uct_rc_share_txq_cleanup(&conn->txq);
@@ -629,20 +656,25 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
     }
     --ci->count;
 
-    if (ibv_destroy_qp(conn->txq.qp) != 0) {
-        ucs_warn("ibv_destroy_qp(0x%x) failed: %m", conn->txq.qp->qp_num);
-    }
+    uct_rc_share_qp_destroy(iface, conn->txq.qp);
     uct_rc_share_txq_cleanup(&conn->txq);
     uct_rc_share_conn_retire_ah(iface, conn->peer_ah);
     ucs_free(conn);
+}
+
+/* Whether the peer's half may send on the connection: the peer has not
+ * said it is gone, and our QP takes its packets */
+static int uct_rc_share_conn_peer_uses(const uct_rc_share_conn_t *conn)
+{
+    return conn->peer_half && conn->qp_connected &&
+           (conn->state != UCT_RC_SHARE_CONN_FAILED);
 }
 
 /* Whether nothing needs the connection any more: no owner, the peer's half
  * gone (or the QP failed), no WR in flight (its completions name it) */
 static int uct_rc_share_conn_done(const uct_rc_share_conn_t *conn)
 {
-    return (conn->owner == NULL) &&
-           (!conn->peer_half || (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) &&
+    return (conn->owner == NULL) && !uct_rc_share_conn_peer_uses(conn) &&
            uct_rc_share_txq_idle(&conn->txq);
 }
 
@@ -654,9 +686,10 @@ static void uct_rc_share_conn_release(uct_rc_share_conn_t *conn)
     }
 }
 
-/* Connects our QP to the peer's (async), as its request or answer says */
+/* Our QP to the peer's (async), as its request or answer says: from now
+ * on ours takes the peer's packets */
 static ucs_status_t
-uct_rc_share_conn_connect_qp(uct_rc_share_conn_t *conn,
+uct_rc_share_conn_qp_to_peer(uct_rc_share_conn_t *conn,
                              const uct_rc_share_conn_msg_t *msg)
 {
     ucs_status_t status;
@@ -669,23 +702,37 @@ uct_rc_share_conn_connect_qp(uct_rc_share_conn_t *conn,
         return status;
     }
 
-    if (conn->owner != NULL) {
-        --conn->iface->conn->owners_waiting;
-        uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_READY, UCS_OK);
-    }
-    conn->state      = UCT_RC_SHARE_CONN_CONNECTED;
-    conn->remote_qpn = msg->rc_qpn;
-    conn->peer_mtu   = (enum ibv_mtu)msg->mtu;
-    conn->next_idle_check = ucs_get_time() + conn->iface->config.check_timeout;
-    if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
-        uct_rc_share_conn_timed_del(conn);
-    }
+    conn->qp_connected = 1;
+    conn->remote_qpn   = msg->rc_qpn;
+    conn->peer_mtu     = (enum ibv_mtu)msg->mtu;
     ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 ": QP "
               "0x%x connected to 0x%x",
               uct_rc_share_dev_name(conn->iface), conn->iface->port_num,
               conn->key.sn, conn->key.peer_id, conn->txq.qp->qp_num,
               msg->rc_qpn);
     return UCS_OK;
+}
+
+/*
+ * The peer's QP takes our packets too (it answered, or it asked and we
+ * made ours its peer): ours may send. Before it, a packet would find the
+ * peer's QP not yet connected, and only the RC retry (TIMEOUT, a second)
+ * would bring it there.
+ */
+static void uct_rc_share_conn_established(uct_rc_share_conn_t *conn)
+{
+    if ((conn->owner != NULL) && uct_rc_share_conn_requesting(conn)) {
+        --conn->iface->conn->owners_waiting;
+        uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_READY, UCS_OK);
+    }
+    conn->state           = UCT_RC_SHARE_CONN_CONNECTED;
+    conn->peer_ready      = 1;
+    conn->confirming      = 0;
+    conn->next_idle_check = ucs_get_time() +
+                            uct_rc_share_conn_idle_time(conn->iface);
+    if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
+        uct_rc_share_conn_timed_del(conn);
+    }
 }
 
 /* ------------------------------------------------------------ messages in */
@@ -739,12 +786,18 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
         status = uct_rc_share_ah_from_wc(iface, wc, grh, &conn->peer_ah,
                                          &conn->path);
         if ((status != UCS_OK) ||
-            (uct_rc_share_conn_connect_qp(conn, msg) != UCS_OK)) {
+            (uct_rc_share_conn_qp_to_peer(conn, msg) != UCS_OK)) {
             conn->state = UCT_RC_SHARE_CONN_FAILED;
             uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_RELEASE,
                                     UCS_OK);
             return;
         }
+        /* The peer's half may send now. Ours has no owner yet; one that
+         * comes before the requester says its QP is connected (our
+         * answer in) asks it first (confirming) */
+        conn->state           = UCT_RC_SHARE_CONN_CONNECTED;
+        conn->next_idle_check = ucs_get_time() +
+                                uct_rc_share_conn_idle_time(iface);
         uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
         return;
     }
@@ -760,11 +813,23 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
 
     switch (conn->state) {
     case UCT_RC_SHARE_CONN_CONNECTING:
-        /* Both sides asked at once: our QP is the peer of the requester's,
-         * as its QP is ours */
-        if (uct_rc_share_conn_connect_qp(conn, msg) == UCS_OK) {
-            uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
+        /* Both sides asked at once: our QP becomes the peer of the
+         * requester's, and the answer says so. Ours waits to send until
+         * the answer to our own request: the requester's QP may not be
+         * connected yet (its request may have crossed ours) */
+        if (!conn->qp_connected) {
+            if (uct_rc_share_conn_qp_to_peer(conn, msg) != UCS_OK) {
+                break;
+            }
+        } else if (conn->remote_qpn != msg->rc_qpn) {
+            uct_rc_share_conn_drop(iface, "a request for connection %"
+                                   PRIu64 " of iface 0x%" PRIx64 " with QP "
+                                   "0x%x, which is connected to 0x%x",
+                                   msg->conn_sn, msg->src_iface_id,
+                                   msg->rc_qpn, conn->remote_qpn);
+            break;
         }
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
         break;
     case UCT_RC_SHARE_CONN_CONNECTED:
         if (conn->remote_qpn == msg->rc_qpn) {
@@ -792,7 +857,7 @@ static void uct_rc_share_conn_target_alive(uct_rc_share_conn_t *conn)
     uct_rc_share_conn_t *other;
 
     ucs_list_for_each(other, &conn->iface->conn->timed, timed_list) {
-        if ((other->state == UCT_RC_SHARE_CONN_CONNECTING) &&
+        if (uct_rc_share_conn_requesting(other) &&
             (other->key.peer_id == conn->key.peer_id)) {
             other->deadline = deadline;
         }
@@ -815,9 +880,27 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
         return;
     }
 
-    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+    if (conn->confirming) {
+        /* The requester answers our request of a connection it made:
+         * its QP is connected to ours */
+        if (conn->remote_qpn == msg->rc_qpn) {
+            uct_rc_share_conn_established(conn);
+        }
+    } else if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
         uct_rc_share_conn_target_alive(conn);
-        (void)uct_rc_share_conn_connect_qp(conn, msg);
+        if (!conn->qp_connected) {
+            if (uct_rc_share_conn_qp_to_peer(conn, msg) != UCS_OK) {
+                return;
+            }
+        } else if (conn->remote_qpn != msg->rc_qpn) {
+            uct_rc_share_conn_drop(iface, "an answer for connection %" PRIu64
+                                   " of iface 0x%" PRIx64 " with QP 0x%x, "
+                                   "ours is connected to 0x%x", msg->conn_sn,
+                                   msg->src_iface_id, msg->rc_qpn,
+                                   conn->remote_qpn);
+            return;
+        }
+        uct_rc_share_conn_established(conn);
     }
     /* Else a duplicate, or the answer to a request that crossed the
      * peer's: connected already */
@@ -865,6 +948,12 @@ static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
     }
 
     conn->peer_half = 0;
+    if (!conn->had_owner && (conn->state == UCT_RC_SHARE_CONN_CONNECTED)) {
+        /* Only the peer used it, and the peer is done: so is the
+         * connection, which the peer may destroy now rather than find
+         * gone at its next check (best effort) */
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+    }
     uct_rc_share_conn_release(conn);
 }
 
@@ -931,10 +1020,12 @@ uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
     }
 
     if (msg->result == UCT_RC_SHARE_CONN_CHECK_NO_CONN) {
-        ucs_diag("%s:%d: iface 0x%" PRIx64 " no longer has connection %"
-                 PRIu64 " (our QP 0x%x)", uct_rc_share_dev_name(iface),
-                 iface->port_num, conn->key.peer_id, conn->key.sn,
-                 conn->txq.qp->qp_num);
+        /* News only to an endpoint of ours: else the peer's DISC was lost */
+        ucs_log((conn->owner != NULL) ? UCS_LOG_LEVEL_DIAG :
+                UCS_LOG_LEVEL_DEBUG, "%s:%d: iface 0x%" PRIx64 " no longer "
+                "has connection %" PRIu64 " (our QP 0x%x)",
+                uct_rc_share_dev_name(iface), iface->port_num,
+                conn->key.peer_id, conn->key.sn, conn->txq.qp->qp_num);
         uct_rc_share_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
         return;
     }
@@ -948,7 +1039,8 @@ uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
         conn->peer_half = 0; /* its DISC was lost */
     }
     uct_rc_share_conn_stop_check(conn);
-    conn->next_idle_check = ucs_get_time() + iface->config.check_timeout;
+    conn->next_idle_check = ucs_get_time() +
+                            uct_rc_share_conn_idle_time(iface);
     uct_rc_share_conn_release(conn);
 }
 
@@ -1138,7 +1230,7 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
 {
     uct_rc_share_iface_t *iface = conn->iface;
 
-    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+    if (uct_rc_share_conn_requesting(conn)) {
         if (now >= conn->deadline) {
             ucs_diag("%s:%d: no answer to the request of connection %" PRIu64
                      " to iface 0x%" PRIx64 " within %.1f s (the iface is "
@@ -1180,7 +1272,7 @@ static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
     if (now < ci->next_idle_scan) {
         return;
     }
-    ci->next_idle_scan = now + (iface->config.check_timeout / 4);
+    ci->next_idle_scan = now + (uct_rc_share_conn_idle_time(iface) / 4);
 
     kh_foreach_value(&ci->conns, conn, {
         if ((conn->owner == NULL) && conn->peer_half &&
@@ -1338,7 +1430,18 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
         conn->owner      = owner;
         conn->owner_ops  = ops;
         conn->had_owner  = 1;
-        *connected_p     = 1;
+        if (conn->peer_ready) {
+            *connected_p = 1;
+            goto out;
+        }
+        /* The requester may not have our answer yet, and its QP then
+         * drops what ours sends: we ask, and its answer says it has */
+        conn->confirming = 1;
+        conn->deadline   = ucs_get_time() + iface->config.conn_timeout;
+        ++iface->conn->owners_waiting;
+        uct_rc_share_conn_timed_add(conn);
+        uct_rc_share_conn_send_req(conn);
+        *connected_p     = 0;
         goto out;
     }
 
@@ -1404,20 +1507,29 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
     conn->owner = NULL;
     conn->main_events &= ~(UCT_RC_SHARE_CONN_EV_READY |
                            UCT_RC_SHARE_CONN_EV_FAILED);
+    if (conn->confirming) {
+        conn->confirming = 0;
+        if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
+            uct_rc_share_conn_timed_del(conn);
+        }
+    }
 
-    if (conn->state == UCT_RC_SHARE_CONN_CONNECTING) {
+    if ((conn->state == UCT_RC_SHARE_CONN_CONNECTING) &&
+        !conn->qp_connected) {
         /* Nothing ever went on it: the peer, if it got the request, checks
          * its half and finds it gone */
         uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
         conn->state = UCT_RC_SHARE_CONN_FAILED;
         uct_rc_share_conn_timed_del(conn);
-    } else if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+    } else if (conn->state != UCT_RC_SHARE_CONN_FAILED) {
+        /* Connected, or about to be (requests crossed: the peer may send
+         * on it once our answer is in): kept for the peer's half */
         /* Best effort: a lost one is found by the peer's idle check */
         uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
         conn->next_idle_check = ucs_get_time();
     }
     if (!uct_rc_share_txq_idle(&conn->txq) &&
-        (!conn->peer_half || (conn->state != UCT_RC_SHARE_CONN_CONNECTED))) {
+        !uct_rc_share_conn_peer_uses(conn)) {
         /* Nobody sends on it any more: flush what is in flight */
         uct_rc_share_qp_set_error(conn->txq.qp);
     }
@@ -1629,9 +1741,9 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface)
         return status;
     }
 
-    ci->cq = ibv_create_cq(iface->md->context,
-                           UCT_RC_SHARE_CONN_RX_COUNT +
-                           UCT_RC_SHARE_CONN_TX_COUNT, NULL, ci->channel, 0);
+    ci->cq = uct_rc_share_cq_create(iface, UCT_RC_SHARE_CONN_RX_COUNT +
+                                           UCT_RC_SHARE_CONN_TX_COUNT,
+                                    ci->channel);
     if (ci->cq == NULL) {
         ucs_error("%s: ibv_create_cq(handshake) failed: %m",
                   uct_rc_share_dev_name(iface));
@@ -1681,11 +1793,11 @@ void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
     }
 
     if (ci->qp != NULL) {
-        ibv_destroy_qp(ci->qp);
+        uct_rc_share_qp_destroy(iface, ci->qp);
     }
     uct_rc_share_conn_release_ahs(iface, 1);
     if (ci->cq != NULL) {
-        ibv_destroy_cq(ci->cq);
+        uct_rc_share_cq_destroy(iface, ci->cq);
     }
     if (ci->channel != NULL) {
         ibv_destroy_comp_channel(ci->channel);

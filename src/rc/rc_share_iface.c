@@ -817,11 +817,9 @@ static ucs_status_t uct_rc_share_iface_fence(uct_iface_h tl_iface,
 static ucs_status_t uct_rc_share_iface_create_queues(
         uct_rc_share_iface_t *iface, const uct_rc_share_iface_config_t *config)
 {
-    struct ibv_context *context = iface->md->context;
-    struct ibv_srq_init_attr srq_attr;
     int flags;
 
-    iface->comp_channel = ibv_create_comp_channel(context);
+    iface->comp_channel = ibv_create_comp_channel(iface->md->context);
     if (iface->comp_channel == NULL) {
         ucs_error("%s: ibv_create_comp_channel() failed: %m",
                   iface->md->dev_name);
@@ -835,10 +833,10 @@ static ucs_status_t uct_rc_share_iface_create_queues(
         return UCS_ERR_IO_ERROR;
     }
 
-    iface->send_cq = ibv_create_cq(context, config->tx_cq_len, NULL,
-                                   iface->comp_channel, 0);
-    iface->recv_cq = ibv_create_cq(context, config->rx_queue_len, NULL,
-                                   iface->comp_channel, 0);
+    iface->send_cq = uct_rc_share_cq_create(iface, config->tx_cq_len,
+                                            iface->comp_channel);
+    iface->recv_cq = uct_rc_share_cq_create(iface, config->rx_queue_len,
+                                            iface->comp_channel);
     if ((iface->send_cq == NULL) || (iface->recv_cq == NULL)) {
         ucs_error("%s: ibv_create_cq(send %u, receive %u) failed: %m",
                   iface->md->dev_name, config->tx_cq_len,
@@ -847,10 +845,7 @@ static ucs_status_t uct_rc_share_iface_create_queues(
     }
     iface->tx.cq_available = config->tx_cq_len;
 
-    memset(&srq_attr, 0, sizeof(srq_attr));
-    srq_attr.attr.max_wr  = config->rx_queue_len;
-    srq_attr.attr.max_sge = 1;
-    iface->srq = ibv_create_srq(iface->md->pd, &srq_attr);
+    iface->srq = uct_rc_share_srq_create(iface, config->rx_queue_len);
     if (iface->srq == NULL) {
         ucs_error("%s: ibv_create_srq(%u) failed: %m", iface->md->dev_name,
                   config->rx_queue_len);
@@ -1058,7 +1053,7 @@ static ucs_status_t uct_rc_share_iface_probe_inline(uct_rc_share_iface_t *iface)
     struct ibv_qp *qp;
 
     uct_rc_share_qp_init_attr(iface, &init_attr);
-    while ((qp = ibv_create_qp(iface->md->pd, &init_attr)) == NULL) {
+    while ((qp = uct_rc_share_qp_new(iface, &init_attr)) == NULL) {
         if (init_attr.cap.max_inline_data == 0) {
             ucs_error("%s: ibv_create_qp(RC, send_wr=%u) failed: %m",
                       iface->md->dev_name, iface->config.tx_qp_len);
@@ -1069,7 +1064,7 @@ static ucs_status_t uct_rc_share_iface_probe_inline(uct_rc_share_iface_t *iface)
 
     iface->config.max_inline = ucs_min(init_attr.cap.max_inline_data,
                                        iface->config.max_inline);
-    ibv_destroy_qp(qp);
+    uct_rc_share_qp_destroy(iface, qp);
     return UCS_OK;
 }
 
@@ -1105,7 +1100,7 @@ static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
         ucs_mpool_cleanup(&iface->backlog_mp, 1);
     }
     if (iface->srq != NULL) {
-        ibv_destroy_srq(iface->srq);
+        uct_rc_share_srq_destroy(iface, iface->srq);
     }
     /* Buffers go after the queues that could still write into them */
     if (iface->rx_mp.data != NULL) {
@@ -1115,10 +1110,10 @@ static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
         ucs_mpool_cleanup(&iface->tx_mp, 1);
     }
     if (iface->send_cq != NULL) {
-        ibv_destroy_cq(iface->send_cq);
+        uct_rc_share_cq_destroy(iface, iface->send_cq);
     }
     if (iface->recv_cq != NULL) {
-        ibv_destroy_cq(iface->recv_cq);
+        uct_rc_share_cq_destroy(iface, iface->recv_cq);
     }
     if (iface->comp_channel != NULL) {
         ibv_destroy_comp_channel(iface->comp_channel);

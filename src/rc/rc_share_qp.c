@@ -19,6 +19,106 @@ static const char *uct_rc_share_dev_name(const uct_rc_share_iface_t *iface)
     return iface->md->dev_name;
 }
 
+/*
+ * An AH the provider made in user space alone (mlx5 on InfiniBand) has no
+ * kernel object: its handle is 0, which is never an AH's (the context's
+ * first object holds it), and there is nothing to record.
+ */
+static void uct_rc_share_ah_track(uct_rc_share_iface_t *iface,
+                                  struct ibv_ah *ah)
+{
+    if (ah->handle != 0) {
+        uct_ibshare_resources_track(iface->md->res, UCT_IBSHARE_OBJ_AH,
+                                    ah->handle);
+    }
+}
+
+void uct_rc_share_ah_destroy(uct_rc_share_iface_t *iface, struct ibv_ah *ah)
+{
+    if (ah->handle != 0) {
+        uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_AH,
+                                      ah->handle);
+    }
+    if (ibv_destroy_ah(ah) != 0) {
+        ucs_warn("%s: ibv_destroy_ah() failed: %m",
+                 uct_rc_share_dev_name(iface));
+    }
+}
+
+void uct_rc_share_qp_destroy(uct_rc_share_iface_t *iface, struct ibv_qp *qp)
+{
+    uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_QP,
+                                  qp->handle);
+    if (ibv_destroy_qp(qp) != 0) {
+        ucs_warn("%s: ibv_destroy_qp(0x%x) failed: %m",
+                 uct_rc_share_dev_name(iface), qp->qp_num);
+    }
+}
+
+struct ibv_cq *uct_rc_share_cq_create(uct_rc_share_iface_t *iface, int cqe,
+                                      struct ibv_comp_channel *channel)
+{
+    struct ibv_cq *cq = ibv_create_cq(iface->md->context, cqe, NULL, channel,
+                                      0);
+
+    if (cq != NULL) {
+        uct_ibshare_resources_track(iface->md->res, UCT_IBSHARE_OBJ_CQ,
+                                    cq->handle);
+    }
+    return cq;
+}
+
+void uct_rc_share_cq_destroy(uct_rc_share_iface_t *iface, struct ibv_cq *cq)
+{
+    uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_CQ,
+                                  cq->handle);
+    if (ibv_destroy_cq(cq) != 0) {
+        ucs_warn("%s: ibv_destroy_cq() failed: %m",
+                 uct_rc_share_dev_name(iface));
+    }
+}
+
+struct ibv_srq *uct_rc_share_srq_create(uct_rc_share_iface_t *iface,
+                                        unsigned max_wr)
+{
+    struct ibv_srq_init_attr srq_attr;
+    struct ibv_srq *srq;
+
+    memset(&srq_attr, 0, sizeof(srq_attr));
+    srq_attr.attr.max_wr  = max_wr;
+    srq_attr.attr.max_sge = 1;
+    srq = ibv_create_srq(iface->md->pd, &srq_attr);
+    if (srq != NULL) {
+        uct_ibshare_resources_track(iface->md->res, UCT_IBSHARE_OBJ_SRQ,
+                                    srq->handle);
+    }
+    return srq;
+}
+
+void uct_rc_share_srq_destroy(uct_rc_share_iface_t *iface,
+                              struct ibv_srq *srq)
+{
+    uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_SRQ,
+                                  srq->handle);
+    if (ibv_destroy_srq(srq) != 0) {
+        ucs_warn("%s: ibv_destroy_srq() failed: %m",
+                 uct_rc_share_dev_name(iface));
+    }
+}
+
+/* A QP on the iface's PD, recorded */
+struct ibv_qp *uct_rc_share_qp_new(uct_rc_share_iface_t *iface,
+                                          struct ibv_qp_init_attr *init_attr)
+{
+    struct ibv_qp *qp = ibv_create_qp(iface->md->pd, init_attr);
+
+    if (qp != NULL) {
+        uct_ibshare_resources_track(iface->md->res, UCT_IBSHARE_OBJ_QP,
+                                    qp->handle);
+    }
+    return qp;
+}
+
 static void uct_rc_share_ah_attr_fill(const uct_rc_share_iface_t *iface,
                                       const uct_rc_share_device_addr_t *dev,
                                       struct ibv_ah_attr *ah_attr)
@@ -46,7 +146,9 @@ struct ibv_ah *uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
     if (ah == NULL) {
         ucs_error("%s:%d: ibv_create_ah() failed: %m",
                   uct_rc_share_dev_name(iface), iface->port_num);
+        return NULL;
     }
+    uct_rc_share_ah_track(iface, ah);
     return ah;
 }
 
@@ -85,6 +187,7 @@ ucs_status_t uct_rc_share_ah_from_wc(uct_rc_share_iface_t *iface,
                   uct_rc_share_dev_name(iface), iface->port_num);
         return UCS_ERR_NO_RESOURCE;
     }
+    uct_rc_share_ah_track(iface, *ah_p);
     return UCS_OK;
 }
 
@@ -112,7 +215,7 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     int ret;
 
     uct_rc_share_qp_init_attr(iface, &init_attr);
-    qp = ibv_create_qp(iface->md->pd, &init_attr);
+    qp = uct_rc_share_qp_new(iface, &init_attr);
     if (qp == NULL) {
         ucs_error("%s:%d: ibv_create_qp(RC, send_wr=%u inline=%u) failed: %m",
                   uct_rc_share_dev_name(iface), iface->port_num,
@@ -131,7 +234,7 @@ ucs_status_t uct_rc_share_qp_create(uct_rc_share_iface_t *iface,
     if (ret != 0) {
         ucs_error("ibv_modify_qp(RC QP 0x%x, INIT) failed: %s", qp->qp_num,
                   strerror(ret));
-        ibv_destroy_qp(qp);
+        uct_rc_share_qp_destroy(iface, qp);
         return UCS_ERR_IO_ERROR;
     }
 
@@ -214,7 +317,7 @@ ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
     init_attr.cap.max_send_sge = 1;
     init_attr.cap.max_recv_sge = 1;
 
-    qp = ibv_create_qp(iface->md->pd, &init_attr);
+    qp = uct_rc_share_qp_new(iface, &init_attr);
     if (qp == NULL) {
         ucs_error("%s: ibv_create_qp(UD) failed: %m",
                   uct_rc_share_dev_name(iface));
@@ -240,7 +343,7 @@ ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
     if (ret != 0) {
         ucs_error("%s: ibv_modify_qp(UD) failed: %s",
                   uct_rc_share_dev_name(iface), strerror(ret));
-        ibv_destroy_qp(qp);
+        uct_rc_share_qp_destroy(iface, qp);
         return UCS_ERR_IO_ERROR;
     }
 

@@ -31,6 +31,26 @@ ucs_status_t uct_rc_share_qp_connect(uct_rc_share_iface_t *iface,
                                      uint32_t local_psn,
                                      enum ibv_mtu remote_mtu);
 
+/*
+ * Every verbs object of the iface is made and destroyed here, so that in
+ * shared mode the md's ledger records it (ibshare_ledger.h): should the
+ * process be killed, a survivor destroys what it left on the shared file.
+ */
+struct ibv_cq *uct_rc_share_cq_create(uct_rc_share_iface_t *iface, int cqe,
+                                      struct ibv_comp_channel *channel);
+void uct_rc_share_cq_destroy(uct_rc_share_iface_t *iface, struct ibv_cq *cq);
+struct ibv_srq *uct_rc_share_srq_create(uct_rc_share_iface_t *iface,
+                                        unsigned max_wr);
+void uct_rc_share_srq_destroy(uct_rc_share_iface_t *iface,
+                              struct ibv_srq *srq);
+/* Any QP on the iface's PD */
+struct ibv_qp *uct_rc_share_qp_new(uct_rc_share_iface_t *iface,
+                                   struct ibv_qp_init_attr *init_attr);
+
+/* Destroys a QP or an AH made here (its record goes first) */
+void uct_rc_share_qp_destroy(uct_rc_share_iface_t *iface, struct ibv_qp *qp);
+void uct_rc_share_ah_destroy(uct_rc_share_iface_t *iface, struct ibv_ah *ah);
+
 /* Moves the QP to the error state: its outstanding requests complete
  * flushed */
 void uct_rc_share_qp_set_error(struct ibv_qp *qp);

@@ -14,11 +14,19 @@
  *       every 0.2 s for HOLD_S seconds (its own addresses in MY_FILE, for
  *       the stranger). Exits 0 if every pong came and the endpoint never
  *       failed; else prints the endpoint's error.
- *   conn_check DEVICE connect FILE handshake|connected
- *       An endpoint to FILE's target, then SIGKILL to itself: at once (its
- *       request is out, the answer not in), or after a sink message is
- *       flushed and a line "connected" (the caller kills it then; the
- *       target has no endpoint of its own to it).
+ *   conn_check DEVICE kill FILE BATCHES SIZE
+ *       BATCHES times, SIZE requesters forked at once (forking saves each
+ *       the start of a process in the emulated guest), each with an
+ *       endpoint to FILE's target, then SIGKILL: half of them at once
+ *       (their request is out, the answer not in), half once a sink
+ *       message is flushed (the target has no endpoint of its own to
+ *       them). Prints "BATCH CONNECTED" a batch.
+ *   conn_check DEVICE group FILE MEMBERS ROUNDS
+ *       MEMBERS - 1 requesters that connect to FILE's target and stay (with
+ *       the target a group of MEMBERS); then ROUNDS times one of them is
+ *       killed and replaced. Prints the node's QPs and CQs (rdma res) when
+ *       all are connected ("full Q C") and after each replacement ("round
+ *       R Q C CONNECTED").
  *   conn_check DEVICE churn FILE ENDPOINTS MESSAGES
  *       ENDPOINTS times: an endpoint, MESSAGES sink messages (more than half
  *       the flow-control window, so that they ask for credits), destroyed
@@ -35,10 +43,12 @@
 #include <uct/api/uct.h>
 #include <ucs/async/async.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -314,6 +324,8 @@ static void on_signal(int sig)
 static int target(const char *path, double seconds)
 {
     double end = now() + seconds;
+    struct pollfd pfd;
+    int event_fd;
     node_t node;
     unsigned i;
 
@@ -326,8 +338,19 @@ static int target(const char *path, double seconds)
     printf("target: serving (pid %d)\n", getpid());
     fflush(stdout);
 
+    /* Asleep on the event fd when there is nothing to do: a busy target
+     * would take one of the guest's two vCPUs from everything else */
+    if (uct_iface_event_fd_get(node.iface, &event_fd) != UCS_OK) {
+        DIE("uct_iface_event_fd_get failed");
+    }
+    pfd.fd     = event_fd;
+    pfd.events = POLLIN;
     while (!stop && (now() < end)) {
-        uct_worker_progress(node.worker);
+        if ((uct_worker_progress(node.worker) == 0) &&
+            (uct_iface_event_arm(node.iface, UCT_EVENT_SEND_COMP |
+                                 UCT_EVENT_RECV) == UCS_OK)) {
+            (void)poll(&pfd, 1, 100);
+        }
     }
 
     printf("target: %u pingers, %" PRIu64 " sink messages, %u endpoint "
@@ -417,41 +440,170 @@ static int ping(const char *path, unsigned count, double hold,
     return ((ok == count + tries) && (node.errors == 0)) ? 0 : 1;
 }
 
-static int connect_and_die(const char *path, const char *when)
+/* ------------------------------------------------------------ forked */
+
+static void md_open_dev(void);
+
+/*
+ * A requester child: an endpoint to the target; connected: a sink message
+ * flushed, a byte to report_fd, then progress until killed; else killed at
+ * once, its request out
+ */
+static void UCS_F_NORETURN requester_child(const char *path, int connected,
+                                           int report_fd)
 {
+    uint64_t payload = 0;
     node_t node;
     addr_t addr;
     uct_ep_h ep;
+    char c = 1;
 
+    snprintf(guest_name, sizeof(guest_name), "requester %d", getpid());
+    md_open_dev();
     addr_read(path, &addr);
     pinger_open(&node);
     ep = ep_create(&node, &addr);
     if (ep == NULL) {
-        return 1;
+        _exit(1);
     }
-    if (!strcmp(when, "connected")) {
-        uint64_t payload = 0;
+    if (!connected) {
+        uct_worker_progress(node.worker);
+        raise(SIGKILL);
+    }
+    if ((am_send(&node, ep, AM_SINK, &payload, sizeof(payload)) != 0) ||
+        (flush_ep(&node, ep) != 0) || (write(report_fd, &c, 1) != 1)) {
+        printf("requester %d: the sink message did not go\n", getpid());
+        _exit(1);
+    }
+    for (;;) {
+        uct_worker_progress(node.worker);
+        usleep(1000);
+    }
+}
 
-        if ((am_send(&node, ep, AM_SINK, &payload, sizeof(payload)) != 0) ||
-            (flush_ep(&node, ep) != 0)) {
-            printf("connect: the sink message did not go\n");
-            return 1;
-        }
-        printf("connected\n");
-        fflush(stdout);
-        for (;;) {
-            uct_worker_progress(node.worker);
-            usleep(1000);
-        }
+static pid_t requester_fork(const char *path, int connected, int report_fd)
+{
+    pid_t pid;
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        requester_child(path, connected, report_fd);
+    } else if (pid < 0) {
+        DIE("fork: %m");
     }
-    uct_worker_progress(node.worker);
-    raise(SIGKILL);
-    return 1;
+    return pid;
+}
+
+/* Reads the children's reports until count came or 120 s passed */
+static unsigned reports_wait(int fd, unsigned count)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    double end        = now() + 120;
+    unsigned got      = 0;
+    char buf[64];
+    ssize_t n;
+
+    while ((got < count) && (now() < end)) {
+        if (poll(&pfd, 1, 100) <= 0) {
+            continue;
+        }
+        n = read(fd, buf, ucs_min(sizeof(buf), count - got));
+        if (n <= 0) {
+            break; /* every writer is gone */
+        }
+        got += n;
+    }
+    return got;
+}
+
+static void kill_wait(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static int kill_requesters(const char *path, unsigned batches,
+                           unsigned size)
+{
+    pid_t pids[size];
+    unsigned batch, k, connected;
+    int fds[2];
+
+    for (batch = 1; batch <= batches; ++batch) {
+        if (pipe(fds) != 0) {
+            DIE("pipe: %m");
+        }
+        for (k = 0; k < size; ++k) {
+            pids[k] = requester_fork(path, k & 1, fds[1]);
+        }
+        close(fds[1]);
+        connected = reports_wait(fds[0], size / 2);
+        close(fds[0]);
+        for (k = 0; k < size; ++k) {
+            kill_wait(pids[k]);
+        }
+        printf("%u %u\n", batch, connected);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* The node's QPs and CQs, as rdma res shows them */
+static void node_objs(unsigned *qps, unsigned *cqs)
+{
+    FILE *f;
+
+    *qps = *cqs = 0;
+    if ((f = popen("rdma res show qp | grep -c .", "r")) != NULL) {
+        (void)fscanf(f, "%u", qps);
+        pclose(f);
+    }
+    if ((f = popen("rdma res show cq | grep -c .", "r")) != NULL) {
+        (void)fscanf(f, "%u", cqs);
+        pclose(f);
+    }
+}
+
+static int group_churn(const char *path, unsigned members, unsigned rounds)
+{
+    unsigned k, round, connected, n = members - 1;
+    unsigned qps, cqs;
+    pid_t pids[n];
+    int fds[2];
+
+    if (pipe(fds) != 0) {
+        DIE("pipe: %m");
+    }
+    for (k = 0; k < n; ++k) {
+        pids[k] = requester_fork(path, 1, fds[1]);
+    }
+    connected = reports_wait(fds[0], n);
+    node_objs(&qps, &cqs);
+    printf("full %u %u %u\n", qps, cqs, connected);
+    fflush(stdout);
+
+    for (round = 1; round <= rounds; ++round) {
+        k = (round - 1) % n;
+        kill_wait(pids[k]);
+        pids[k]   = requester_fork(path, 1, fds[1]);
+        connected = reports_wait(fds[0], 1);
+        node_objs(&qps, &cqs);
+        printf("round %u %u %u %u\n", round, qps, cqs, connected);
+        fflush(stdout);
+    }
+
+    for (k = 0; k < n; ++k) {
+        kill_wait(pids[k]);
+    }
+    close(fds[0]);
+    close(fds[1]);
+    return 0;
 }
 
 static int churn(const char *path, unsigned num_eps, unsigned messages)
 {
-    uint64_t sent = 0, payload = 0;
+    uint64_t sent = 0, payload = 0, before;
     unsigned i, k;
     node_t node;
     addr_t addr;
@@ -461,6 +613,16 @@ static int churn(const char *path, unsigned num_eps, unsigned messages)
     snprintf(guest_name, sizeof(guest_name), "churn");
     addr_read(path, &addr);
     pinger_open(&node);
+
+    /* What the target counted before (other tests' sink messages) */
+    ep = ep_create(&node, &addr);
+    if ((ep == NULL) || (ping_once(&node, ep) != 0)) {
+        printf("churn: the target did not answer the first ping\n");
+        return 1;
+    }
+    before = node.sink_seen;
+    uct_ep_destroy(ep);
+
     for (i = 0; i < num_eps; ++i) {
         ep = ep_create(&node, &addr);
         if (ep == NULL) {
@@ -492,11 +654,11 @@ static int churn(const char *path, unsigned num_eps, unsigned messages)
     }
     ok = (ep != NULL) && (flush_ep(&node, ep) == 0) &&
          (ping_once(&node, ep) == 0);
-    CHECK(ok && (node.sink_seen == sent) && (node.errors == 0),
+    CHECK(ok && (node.sink_seen - before == sent) && (node.errors == 0),
           "%u endpoints left with grants outstanding; then one sent %u "
           "messages, 4 windows: the target got %" PRIu64 " of %" PRIu64
           " sink messages, %u endpoint errors", num_eps, 4 * messages,
-          node.sink_seen, sent, node.errors);
+          node.sink_seen - before, sent, node.errors);
     if (ep != NULL) {
         uct_ep_destroy(ep);
     }
@@ -528,6 +690,7 @@ static int simul(unsigned rounds)
     unsigned round, good = 0, seed = 7;
     uint64_t payload = 0;
     node_t a, b, *first, *second;
+    double t_exchange = 0, t_flush = 0, t0, t1;
     uct_ep_h ab, ba;
     double end;
     int ok;
@@ -558,6 +721,7 @@ static int simul(unsigned rounds)
             break;
         }
 
+        t0         = now();
         a.received = b.received = 0;
         ok  = am_send(&a, ab, AM_SINK, &payload, sizeof(payload)) == 0;
         ok &= am_send(&b, ba, AM_SINK, &payload, sizeof(payload)) == 0;
@@ -567,14 +731,20 @@ static int simul(unsigned rounds)
             progress_for(&a, &b, 0);
         }
         ok &= (a.received == 1) && (b.received == 1);
+        t1  = now();
         ok &= (flush_ep(&a, ab) == 0) && (flush_ep(&b, ba) == 0);
-        good += ok;
+        good       += ok;
+        t_exchange += t1 - t0;
+        t_flush    += now() - t1;
 
         uct_ep_destroy(ab);
         uct_ep_destroy(ba);
         progress_for(&a, &b, 0.001);
     }
     progress_for(&a, &b, 0.5);
+    printf("simul: a round took %.1f ms to connect and exchange, %.1f ms to "
+           "flush\n", 1e3 * t_exchange / ucs_max(round, 1),
+           1e3 * t_flush / ucs_max(round, 1));
 
     CHECK((good == rounds) && (a.errors == 0) && (b.errors == 0),
           "%u of %u rounds of simultaneous connects passed a message each "
@@ -587,22 +757,12 @@ static int simul(unsigned rounds)
 
 /* ------------------------------------------------------------ main */
 
-int main(int argc, char **argv)
+/* The md is the device, the iface its port: rxe0 of rxe0:1 */
+static void md_open_dev(void)
 {
     uct_md_config_t *md_config;
     char md_name[64], *colon;
-    const char *mode;
 
-    if (argc < 3) {
-        fprintf(stderr, "usage: conn_check DEVICE "
-                "target|ping|connect|churn|simul ARGS...\n");
-        return 2;
-    }
-    dev_name = argv[1];
-    mode     = argv[2];
-    snprintf(guest_name, sizeof(guest_name), "conn_check %s", mode);
-
-    /* The md is the device, the iface its port: rxe0 of rxe0:1 */
     snprintf(md_name, sizeof(md_name), "%s", dev_name);
     colon = strchr(md_name, ':');
     if (colon != NULL) {
@@ -615,14 +775,36 @@ int main(int argc, char **argv)
         DIE("no ibshare md for %s", md_name);
     }
     uct_config_release(md_config);
+}
 
+int main(int argc, char **argv)
+{
+    const char *mode;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: conn_check DEVICE "
+                "target|ping|kill|group|churn|simul ARGS...\n");
+        return 2;
+    }
+    dev_name = argv[1];
+    mode     = argv[2];
+    snprintf(guest_name, sizeof(guest_name), "conn_check %s", mode);
+
+    /* The modules are loaded here, once: forked requesters open only the
+     * md (the node group, the device) */
+    (void)guest_ibshare_component();
+    if (!strcmp(mode, "kill") && (argc == 6)) {
+        return kill_requesters(argv[3], atoi(argv[4]), atoi(argv[5]));
+    } else if (!strcmp(mode, "group") && (argc == 6)) {
+        return group_churn(argv[3], atoi(argv[4]), atoi(argv[5]));
+    }
+
+    md_open_dev();
     if (!strcmp(mode, "target") && (argc == 5)) {
         return target(argv[3], atof(argv[4]));
     } else if (!strcmp(mode, "ping") && (argc >= 5) && (argc <= 7)) {
         return ping(argv[3], atoi(argv[4]), (argc >= 6) ? atof(argv[5]) : 0,
                     (argc == 7) ? argv[6] : NULL);
-    } else if (!strcmp(mode, "connect") && (argc == 5)) {
-        return connect_and_die(argv[3], argv[4]);
     } else if (!strcmp(mode, "churn") && (argc == 6)) {
         return churn(argv[3], atoi(argv[4]), atoi(argv[5]));
     } else if (!strcmp(mode, "simul") && (argc == 4)) {

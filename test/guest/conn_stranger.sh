@@ -65,6 +65,20 @@ start_target() { # NAME [env...]
     done
 }
 
+# node_objs OUT: the node's QPs and CQs ("QPS CQS") into OUT
+node_objs() {
+    echo "$(rdma res show qp | grep -c .) $(rdma res show cq | grep -c .)" \
+        > "$1"
+}
+
+# mark NAME: the seconds since the last mark go to $out/times
+mark() {
+    mark_now=$(date +%s.%N)
+    echo "$mark_now ${mark_last:-$mark_now} $1" |
+        awk '{ printf "%6.1f s  %s\n", $1 - $2, $3 }' >> "$out/times"
+    mark_last=$mark_now
+}
+
 guest() {
     out=$1
     cc=$IBSHARE_BUILDDIR/test/guest/conn_check
@@ -73,7 +87,17 @@ guest() {
     LD_PRELOAD=$IBSHARE_PRELOAD
     UCX_RC_SHARE_CHECK_TIMEOUT=${check_timeout}s
     UCX_LOG_LEVEL=info
-    export LD_PRELOAD UCX_RC_SHARE_CHECK_TIMEOUT UCX_LOG_LEVEL
+    # Every process of the test one node group (the target founds it and
+    # serves): in shared mode a killed one's objects stay on the group's
+    # file until the server reclaims them. 32 slices of 2 MiB: 120 members
+    # die in all, so only reclaimed slices go round
+    UCX_IBSHARE_JOB_KEY=conn-stranger-$$
+    UCX_IBSHARE_SLICE_SIZE=2m
+    UCX_IBSHARE_POOL_SIZE=64m
+    export LD_PRELOAD UCX_RC_SHARE_CHECK_TIMEOUT UCX_LOG_LEVEL \
+        UCX_IBSHARE_JOB_KEY UCX_IBSHARE_SLICE_SIZE UCX_IBSHARE_POOL_SIZE
+    : > "$out/times"
+    mark start
 
     start_target T
     t=$(cat "$out/T.pid")
@@ -92,6 +116,7 @@ guest() {
     LD_PRELOAD= "$st" rxe0 guess "$out/T.addr" 1000 > "$out/guess.out" 2>&1
     echo $? > "$out/guess.rc"
     qps "$t" > "$out/guess.qps"
+    mark strangers
 
     # Forged answers to a pinger that holds its connection meanwhile
     "$cc" $dev ping "$out/T.addr" 1 8 "$out/V.addr" > "$out/victim.out" 2>&1 &
@@ -104,6 +129,7 @@ guest() {
     echo $? > "$out/forge.rc"
     wait $v
     echo $? > "$out/victim.rc"
+    mark forged
 
     # Bad messages on a connection, then a real pinger
     LD_PRELOAD= "$st" rxe0 inject "$out/T.addr" > "$out/inject.out" 2>&1
@@ -112,45 +138,38 @@ guest() {
     echo $? > "$out/ping1.rc"
     LD_PRELOAD= "$st" rxe0 version "$out/T.addr" > "$out/version.out" 2>&1
     echo $? > "$out/version.rc"
+    mark inject_version
 
     # 100 requesters killed, half in the handshake, half connected (they
     # ping not: the target keeps no endpoint of its own to them)
     qps "$t" > "$out/before_kill"
-    # (the node's: in shared mode a killed member's own objects stay)
-    rdma res show qp | grep -c . > "$out/node_qps.before_kill"
-    rdma res show cq | grep -c . > "$out/node_cqs.before_kill"
-    : > "$out/killed"
-    for batch in 1 2 3 4 5; do
-        pids=
-        for k in 1 2 3 4 5 6 7 8 9 10; do
-            "$cc" $dev connect "$out/T.addr" handshake \
-                > /dev/null 2>&1 &
-            pids="$pids $!"
-            "$cc" $dev connect "$out/T.addr" connected \
-                > "$out/conn.$batch.$k" 2>&1 &
-            pids="$pids $!"
-        done
-        # (each connected one prints its line: wait for all ten)
-        i=0
-        while [ "$(cat "$out"/conn.$batch.* 2>/dev/null |
-                   grep -c '^connected$')" -lt 10 ] && [ $i -lt 600 ]; do
-            sleep 0.1
-            i=$((i + 1))
-        done
-        # shellcheck disable=SC2086  # (a list of pids)
-        kill -KILL $pids 2>/dev/null
-        # shellcheck disable=SC2086
-        wait $pids 2>/dev/null
-        echo "$batch $(cat "$out"/conn.$batch.* | grep -c '^connected$')" \
-            >> "$out/killed"
-    done
+    # (the node's: in shared mode a killed member's own objects stay on
+    # the group's file until the server reclaims them)
+    node_objs "$out/node.before_kill"
+    "$cc" $dev kill "$out/T.addr" 5 20 > "$out/killed" 2> "$out/kill.err"
     kill -0 "$t" && echo alive > "$out/T.after_kill"
     qps "$t" > "$out/kill.peak"
     wait_qps "$t" "$(cat "$out/before_kill")" $((2 * check_timeout + 2)) \
         "$out/kill.gone"
     wait_qps "$t" "$(cat "$out/before_kill")" 60 "$out/kill.gone_late"
-    rdma res show qp | grep -c . > "$out/node_qps.after_kill"
-    rdma res show cq | grep -c . > "$out/node_cqs.after_kill"
+    node_objs "$out/node.after_kill"
+    mark kill_100
+
+    # A group of 8 (the target and 7 members, each connected to it) whose
+    # members are killed and replaced 20 times: the node's QPs and CQs
+    # when all are there and after each replacement
+    node_objs "$out/group.base"
+    "$cc" $dev group "$out/T.addr" 8 20 > "$out/group.out" 2> "$out/group.err"
+    # The last 7 killed too: back to where the group started
+    i=0
+    while [ "$(rdma res show qp | grep -c .) $(rdma res show cq | grep -c .)" \
+            != "$(cat "$out/group.base")" ] && [ $i -lt $((20 * check_timeout)) ]
+    do
+        sleep 0.5
+        i=$((i + 1))
+    done
+    node_objs "$out/group.end"
+    mark group_churn
 
     # Endpoints that leave with their grants outstanding
     qps "$t" > "$out/before_churn"
@@ -159,6 +178,7 @@ guest() {
     echo $? > "$out/churn.rc"
     # (but the last endpoint's, which pinged)
     wait_qps "$t" $(($(cat "$out/before_churn") + 1)) 20 "$out/churn.gone"
+    mark churn_1000
 
     kill -TERM "$t"
     wait "$t"
@@ -167,6 +187,7 @@ guest() {
     # Simultaneous connects
     "$cc" $dev simul 1000 > "$out/simul.out" 2>&1
     echo $? > "$out/simul.rc"
+    mark simul_1000
 
     # At most 4 connections: 4 of 8 pingers
     start_target T2 UCX_RC_SHARE_MAX_CONNS=4
@@ -187,6 +208,7 @@ guest() {
     qps "$t2" > "$out/max.after"
     kill -TERM "$t2"
     wait "$t2"
+    mark max_conns
 }
 
 if [ "${1:-}" = --guest ]; then
@@ -263,19 +285,45 @@ check "the target's QPs ($(got kill.peak) after the kills) back to what\
  they were ($(got before_kill)) within 2 x CHECK_TIMEOUT + 2 s:\
  $(got kill.gone) s (at all: $(got kill.gone_late) s)" secs_ok kill.gone
 
-qb=$(got node_qps.before_kill) qa=$(got node_qps.after_kill)
-cb=$(got node_cqs.before_kill) ca=$(got node_cqs.after_kill)
-echo "info: $test_name: the node's QPs $qb -> $qa and CQs $cb -> $ca after\
- 100 processes were killed (mode $IBSHARE_TEST_MODE)"
+# In shared mode the killed members' own QPs and CQs are on the group's
+# file: the target, which serves the group, destroys them (their ledgers)
+read -r qb cb < "$o/node.before_kill" 2>/dev/null
+read -r qa ca < "$o/node.after_kill" 2>/dev/null
+check "$IBSHARE_TEST_MODE mode: 100 killed members leave no QP or CQ on the\
+ node ($qb -> $qa QPs, $cb -> $ca CQs)" \
+    test "${qa:-x}" = "${qb:-y}" -a "${ca:-x}" = "${cb:-y}"
+
+echo "--- a group of 8 whose members are killed and replaced 20 times"
+read -r gq0 gc0 < "$o/group.base" 2>/dev/null
+read -r _ gq gc gn < "$o/group.out" 2>/dev/null
+awk '$1 == "round" { printf "    after replacement %d: %d QPs, %d CQs\n",
+                     $2, $3, $4 }' "$o/group.out" 2>/dev/null
+read -r gqe gce < "$o/group.end" 2>/dev/null
+n=$(awk '$1 == "round" && $5 == 1' "$o/group.out" 2>/dev/null | wc -l)
+check "7 members connected ($gn), and 20 replacements ($n)" \
+    test "${gn:-0}" = 7 -a "$n" = 20
+# The bound: the group of 8 (its 7 members and their connections to the
+# target) and one member more, the dead one while the server reclaims it
+# or the target's idle check finds its connection gone
+per_q=$(((${gq:-0} - ${gq0:-0}) / 7)) per_c=$(((${gc:-0} - ${gc0:-0}) / 7))
+max_q=$(awk 'BEGIN { m = 999 } $1 == "round" { if (m == 999 || $3 > m) m = $3 }
+             END { print m }' "$o/group.out" 2>/dev/null)
+max_c=$(awk 'BEGIN { m = 999 } $1 == "round" { if (m == 999 || $4 > m) m = $4 }
+             END { print m }' "$o/group.out" 2>/dev/null)
+check "the node's QPs and CQs stay within the group's ($gq QPs, $gc CQs:\
+ $per_q and $per_c a member) and one member more: at most $max_q QPs and\
+ $max_c CQs over 20 replacements" \
+    test "${max_q:-999}" -le $((${gq:-0} + per_q)) \
+      -a "${max_c:-999}" -le $((${gc:-0} + per_c))
+check "and all 8 gone, back to where it started ($gq0 QPs, $gc0 CQs):\
+ $gqe QPs, $gce CQs" test "$gqe $gce" = "$gq0 $gc0"
+n=$(cat "$o/kill.err" "$o/group.err" 2>/dev/null | grep -c 'no free slice')
+check "every member had a slice of the 32 (120 died before them): $n\
+ without one" test "$n" -eq 0
 if [ "$IBSHARE_TEST_MODE" = shared ]; then
-    # A killed member's own QPs and CQs stay on the shared file until the
-    # group ends: a bound per process, measured, never silent
-    check "shared mode: what 100 killed members leave on the node is at\
- most 3 QPs and 3 CQs each ($((qa - qb)) QPs, $((ca - cb)) CQs)" \
-        test "$((qa - qb))" -le 300 -a "$((ca - cb))" -le 300
-else
-    check "fallback mode: 100 killed processes leave no QP or CQ on the\
- node ($qb -> $qa QPs, $cb -> $ca CQs)" test "$qa" -eq "$qb" -a "$ca" -eq "$cb"
+    n=$(grep -c 'died; destroyed what it left' "$o/T.out")
+    check "the server reclaimed what each killed member left ($n of 127\
+ killed members' logs)" test "$n" -eq 127
 fi
 
 show churn.out
@@ -307,4 +355,6 @@ check "the target held $(got max.qps) QPs while they ran and $(got\
  max.after) after: its baseline $base2 and the 4 connections" sh -c "
     test '$(got max.qps)' = $((${base2:-0} + 4)) &&
     test '$(got max.after)' = $((${base2:-0} + 4))"
+echo "--- the guest's time per part:"
+show times
 finish
