@@ -170,4 +170,9 @@ case $0 in
 *) tmpbase=${TMPDIR:-/tmp} ;;
 esac
 tmpdir=$(mktemp -d "$tmpbase/ibshare-test.$test_name.XXXXXX")
-trap 'rm -rf "$tmpdir"' EXIT
+# IBSHARE_TEST_KEEP=1: the files stay, for a look after a failure
+if [ "${IBSHARE_TEST_KEEP:-0}" = 1 ]; then
+    echo "$test_name: files in $tmpdir"
+else
+    trap 'rm -rf "$tmpdir"' EXIT
+fi

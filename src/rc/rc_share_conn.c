@@ -116,6 +116,8 @@ struct uct_rc_share_conn {
                                                for the peer's to be) */
     int                       peer_ready;   /* its QP is connected to ours:
                                                it answered us */
+    int                       disc_pending; /* our DISC goes once our WRs
+                                               are done (main thread) */
     int                       confirming;   /* an owner came to a connection
                                                the peer made: it waits for
                                                the answer to a request that
@@ -626,6 +628,22 @@ err_free:
     return NULL;
 }
 
+/*
+ * Our half is gone for good: the peer is told (DISC) once every WR of ours
+ * on the connection is done, since it destroys its QP on it, and a WR of
+ * ours still in flight would then wait out the RC retries (TIMEOUT x
+ * RETRY_COUNT) and fail. Best effort: a lost DISC is found by the peer's
+ * idle check. Main thread, async context blocked.
+ */
+static void uct_rc_share_conn_disconnect(uct_rc_share_conn_t *conn)
+{
+    if (conn->disc_pending && uct_rc_share_txq_idle(&conn->txq) &&
+        (conn->state != UCT_RC_SHARE_CONN_FAILED)) {
+        conn->disc_pending = 0;
+        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+    }
+}
+
 /* Main thread, async context blocked: the connection is no more */
 static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
 {
@@ -637,6 +655,7 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
               "0x%x) destroyed", uct_rc_share_dev_name(iface),
               iface->port_num, conn->key.sn, conn->key.peer_id,
               conn->txq.qp->qp_num);
+    uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_timed_del(conn);
     if (conn->main_events != 0) {
         ucs_list_del(&conn->main_list);
@@ -950,9 +969,10 @@ static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
     conn->peer_half = 0;
     if (!conn->had_owner && (conn->state == UCT_RC_SHARE_CONN_CONNECTED)) {
         /* Only the peer used it, and the peer is done: so is the
-         * connection, which the peer may destroy now rather than find
-         * gone at its next check (best effort) */
-        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+         * connection, which the peer may destroy once our DISC is in,
+         * rather than find it gone at its next check (the main thread
+         * sends it when our grants are done: uct_rc_share_conn_destroy) */
+        conn->disc_pending = 1;
     }
     uct_rc_share_conn_release(conn);
 }
@@ -1524,8 +1544,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
     } else if (conn->state != UCT_RC_SHARE_CONN_FAILED) {
         /* Connected, or about to be (requests crossed: the peer may send
          * on it once our answer is in): kept for the peer's half */
-        /* Best effort: a lost one is found by the peer's idle check */
-        uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
+        conn->disc_pending    = 1;
         conn->next_idle_check = ucs_get_time();
     }
     if (!uct_rc_share_txq_idle(&conn->txq) &&
@@ -1533,6 +1552,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
         /* Nobody sends on it any more: flush what is in flight */
         uct_rc_share_qp_set_error(conn->txq.qp);
     }
+    uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_release(conn);
     UCS_ASYNC_UNBLOCK(async);
 }
@@ -1658,6 +1678,7 @@ int uct_rc_share_conn_tx_complete(uct_rc_share_conn_t *conn, uint16_t sn,
 
     if (ucs_unlikely(conn->owner == NULL)) {
         UCS_ASYNC_BLOCK(async);
+        uct_rc_share_conn_disconnect(conn);
         uct_rc_share_conn_release(conn);
         UCS_ASYNC_UNBLOCK(async);
     } else if (!newly_failed) {

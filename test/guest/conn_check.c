@@ -20,13 +20,14 @@
  *       endpoint to FILE's target, then SIGKILL: half of them at once
  *       (their request is out, the answer not in), half once a sink
  *       message is flushed (the target has no endpoint of its own to
- *       them). Prints "BATCH CONNECTED" a batch.
+ *       them). Prints "BATCH CONNECTED TIME" a batch (TIME: of the kill,
+ *       as UCX's log lines have it).
  *   conn_check DEVICE group FILE MEMBERS ROUNDS
  *       MEMBERS - 1 requesters that connect to FILE's target and stay (with
  *       the target a group of MEMBERS); then ROUNDS times one of them is
  *       killed and replaced. Prints the node's QPs and CQs (rdma res) when
  *       all are connected ("full Q C") and after each replacement ("round
- *       R Q C CONNECTED").
+ *       R Q C CONNECTED TIME", TIME: of the kill).
  *   conn_check DEVICE churn FILE ENDPOINTS MESSAGES
  *       ENDPOINTS times: an endpoint, MESSAGES sink messages (more than half
  *       the flow-control window, so that they ask for credits), destroyed
@@ -97,7 +98,7 @@ static double now(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -458,10 +459,14 @@ static void UCS_F_NORETURN requester_child(const char *path, int connected,
     uct_ep_h ep;
     char c = 1;
 
+    double t0 = now(), t1, t2;
+
     snprintf(guest_name, sizeof(guest_name), "requester %d", getpid());
     md_open_dev();
+    t1 = now();
     addr_read(path, &addr);
     pinger_open(&node);
+    t2 = now();
     ep = ep_create(&node, &addr);
     if (ep == NULL) {
         _exit(1);
@@ -474,6 +479,10 @@ static void UCS_F_NORETURN requester_child(const char *path, int connected,
         (flush_ep(&node, ep) != 0) || (write(report_fd, &c, 1) != 1)) {
         printf("requester %d: the sink message did not go\n", getpid());
         _exit(1);
+    }
+    if (getenv("CONN_CHECK_TIMES") != NULL) {
+        fprintf(stderr, "requester %d: md %.2f s, iface %.2f s, connected "
+                "%.2f s\n", getpid(), t1 - t0, t2 - t1, now() - t2);
     }
     for (;;) {
         uct_worker_progress(node.worker);
@@ -543,32 +552,39 @@ static int kill_requesters(const char *path, unsigned batches,
         for (k = 0; k < size; ++k) {
             kill_wait(pids[k]);
         }
-        printf("%u %u\n", batch, connected);
+        printf("%u %u %.3f\n", batch, connected, now());
         fflush(stdout);
     }
     return 0;
 }
 
-/* The node's QPs and CQs, as rdma res shows them */
+/* The node's QPs and CQs, from rdma res's summary ("0: rxe0: pd 3 cq 25
+ * qp 24 ..."): one command, which takes a second in the emulated guest */
 static void node_objs(unsigned *qps, unsigned *cqs)
 {
+    char line[256], *p;
     FILE *f;
 
     *qps = *cqs = 0;
-    if ((f = popen("rdma res show qp | grep -c .", "r")) != NULL) {
-        (void)fscanf(f, "%u", qps);
-        pclose(f);
+    if ((f = popen("rdma res show", "r")) == NULL) {
+        return;
     }
-    if ((f = popen("rdma res show cq | grep -c .", "r")) != NULL) {
-        (void)fscanf(f, "%u", cqs);
-        pclose(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if ((p = strstr(line, " cq ")) != NULL) {
+            *cqs += strtoul(p + 4, NULL, 10);
+        }
+        if ((p = strstr(line, " qp ")) != NULL) {
+            *qps += strtoul(p + 4, NULL, 10);
+        }
     }
+    pclose(f);
 }
 
 static int group_churn(const char *path, unsigned members, unsigned rounds)
 {
     unsigned k, round, connected, n = members - 1;
     unsigned qps, cqs;
+    double kill_time;
     pid_t pids[n];
     int fds[2];
 
@@ -584,12 +600,14 @@ static int group_churn(const char *path, unsigned members, unsigned rounds)
     fflush(stdout);
 
     for (round = 1; round <= rounds; ++round) {
-        k = (round - 1) % n;
+        k         = (round - 1) % n;
+        kill_time = now();
         kill_wait(pids[k]);
         pids[k]   = requester_fork(path, 1, fds[1]);
         connected = reports_wait(fds[0], 1);
         node_objs(&qps, &cqs);
-        printf("round %u %u %u %u\n", round, qps, cqs, connected);
+        printf("round %u %u %u %u %.3f\n", round, qps, cqs, connected,
+               kill_time);
         fflush(stdout);
     }
 
@@ -780,6 +798,7 @@ static void md_open_dev(void)
 int main(int argc, char **argv)
 {
     const char *mode;
+    int ret;
 
     if (argc < 3) {
         fprintf(stderr, "usage: conn_check DEVICE "
@@ -801,15 +820,19 @@ int main(int argc, char **argv)
 
     md_open_dev();
     if (!strcmp(mode, "target") && (argc == 5)) {
-        return target(argv[3], atof(argv[4]));
+        ret = target(argv[3], atof(argv[4]));
     } else if (!strcmp(mode, "ping") && (argc >= 5) && (argc <= 7)) {
-        return ping(argv[3], atoi(argv[4]), (argc >= 6) ? atof(argv[5]) : 0,
-                    (argc == 7) ? argv[6] : NULL);
+        ret = ping(argv[3], atoi(argv[4]), (argc >= 6) ? atof(argv[5]) : 0,
+                   (argc == 7) ? argv[6] : NULL);
     } else if (!strcmp(mode, "churn") && (argc == 6)) {
-        return churn(argv[3], atoi(argv[4]), atoi(argv[5]));
+        ret = churn(argv[3], atoi(argv[4]), atoi(argv[5]));
     } else if (!strcmp(mode, "simul") && (argc == 4)) {
-        return simul(atoi(argv[3]));
+        ret = simul(atoi(argv[3]));
+    } else {
+        fprintf(stderr, "conn_check: bad arguments for %s\n", mode);
+        ret = 2;
     }
-    fprintf(stderr, "conn_check: bad arguments for %s\n", mode);
-    return 2;
+    /* Leaves the node group: only killed processes count as dead */
+    uct_md_close(md);
+    return ret;
 }
