@@ -181,8 +181,6 @@ struct uct_rc_share_conn_iface {
     uint64_t                  tx_done;
     ucs_list_link_t           retired;      /* AHs those sends may use */
 
-    uct_async_event_cb_t      event_cb;     /* wakes a sleeping user */
-    void                      *event_arg;
 };
 
 
@@ -476,8 +474,9 @@ uct_rc_share_conn_find(uct_rc_share_iface_t *iface, uint64_t peer_id,
            kh_val(&iface->conn->conns, it);
 }
 
-/* Work for the main thread, which runs it from progress (and a sleeping
- * user is woken, where it gave us a way) */
+/* Work for the main thread, which runs it from progress. A user asleep on
+ * the event fd is not woken for it: event_arm says BUSY while an owner
+ * waits on the handshake or work is queued (uct_rc_share_conn_busy) */
 static unsigned uct_rc_share_conn_main_progress(void *arg);
 
 static void uct_rc_share_conn_queue(uct_rc_share_conn_t *conn,
@@ -497,9 +496,6 @@ static void uct_rc_share_conn_queue(uct_rc_share_conn_t *conn,
         ci->main_prog_id = uct_ibshare_ucx_callbackq_add_oneshot(
                 &iface->super.worker->super.progress_q,
                 uct_rc_share_conn_main_progress, iface);
-    }
-    if (ci->event_cb != NULL) {
-        ci->event_cb(ci->event_arg, 0);
     }
 }
 
@@ -1846,14 +1842,11 @@ void uct_rc_share_conn_iface_addr(const uct_rc_share_iface_t *iface,
     addr->secret = iface->secret;
 }
 
-ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface,
-                                           const uct_iface_params_t *params)
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
     ucs_async_context_t *async    = uct_rc_share_conn_async(iface);
     ucs_status_t status;
-
-    uct_iface_set_async_event_params(params, &ci->event_cb, &ci->event_arg);
 
     status = ucs_async_set_event_handler(async->mode, ci->channel->fd,
                                          UCS_EVENT_SET_EVREAD,

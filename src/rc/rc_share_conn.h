@@ -119,8 +119,7 @@ void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface);
 /* Installs the async handler and timer of the handshake (the iface is
  * complete); removes them: the async context calls nothing of the iface
  * afterwards */
-ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface,
-                                           const uct_iface_params_t *params);
+ucs_status_t uct_rc_share_conn_async_start(uct_rc_share_iface_t *iface);
 void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface);
 
 /* The iface address: the handshake's UD QP, the MTU, the id and secret */

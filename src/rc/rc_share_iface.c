@@ -1281,7 +1281,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     }
 
     /* Last: from here the async context may answer handshakes */
-    status = uct_rc_share_conn_async_start(self, params);
+    status = uct_rc_share_conn_async_start(self);
     if (status != UCS_OK) {
         goto err;
     }

@@ -240,12 +240,17 @@ if [ "$tl" = rc_share ]; then
         check "$label: one slice MR (11 MiB) per rank ($slice_mrs), no pool\
  MR ($pool_mrs)" test "$slice_mrs" -eq 4 -a "$pool_mrs" -eq 0
     fi
-    # One connection per pair of ranks, both directions on it: 6 pairs,
-    # 2 QPs each (rc_verbs holds as many; this transport held 24 before)
+    # One connection per pair of ifaces, both directions on it, one QP at
+    # each end. Each rank has two ifaces (UCP workers: pml ucx's and osc
+    # ucx's, one UD QP each), each connects to the 3 peers' and to itself
+    # (UCP's endpoint to its own rank has an rc_share lane: a QP connected
+    # to itself): at most 2 x 4 x (3 + 1) = 32. Before, every direction of
+    # a pair had its own QP pair: 2 x 4 x (2 x 3 + 1) = 56
     rcs=$(grep -c " type RC " "$obj.qp.max")
     uds=$(grep -c " type UD " "$obj.qp.max")
-    check "$label: at most one RC QP per rank and peer, 4 x 3 = 12 ($rcs at\
- the most; and $uds UD QPs)" test "$rcs" -ge 1 -a "$rcs" -le 12
+    check "$label: at most one RC QP per iface and peer iface, 2 x 4 x 4 =\
+ 32 ($rcs at the most; and $uds UD QPs, 2 a rank)" \
+        test "$rcs" -ge 1 -a "$rcs" -le 32 -a "$uds" -eq 8
     check "$label: after the job the kernel holds the PDs and MRs it held\
  before" sh -c "cmp -s '$obj.pd.before' '$obj.pd.after' &&
                 cmp -s '$obj.mr.before' '$obj.mr.after'"
