@@ -1370,7 +1370,11 @@ static unsigned uct_rc_share_conn_main_progress(void *arg)
             }
             ++count;
             UCS_ASYNC_BLOCK(async);
-            /* The owner may have closed it: that queued what is left */
+            /* The owner may have closed it: that queued what is left. A
+             * release that came with the news is queued again */
+            if (events & UCT_RC_SHARE_CONN_EV_RELEASE) {
+                uct_rc_share_conn_release(conn);
+            }
             continue;
         }
         if ((events & UCT_RC_SHARE_CONN_EV_RELEASE) &&
@@ -1521,8 +1525,15 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
                                                        serves */
     }
     conn->owner = NULL;
-    conn->main_events &= ~(UCT_RC_SHARE_CONN_EV_READY |
-                           UCT_RC_SHARE_CONN_EV_FAILED);
+    /* Nothing is to tell the owner any more; the connection stays queued
+     * (main_events != 0) only for what is left */
+    if (conn->main_events != 0) {
+        conn->main_events &= ~(UCT_RC_SHARE_CONN_EV_READY |
+                               UCT_RC_SHARE_CONN_EV_FAILED);
+        if (conn->main_events == 0) {
+            ucs_list_del(&conn->main_list);
+        }
+    }
     if (conn->confirming) {
         conn->confirming = 0;
         if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
