@@ -160,6 +160,7 @@ struct uct_rc_share_conn_iface {
     unsigned                  owners_waiting; /* owners of connecting or
                                                  checked connections */
     uct_worker_cb_id_t        main_prog_id;
+    void                      (*drain_rx)(uct_rc_share_iface_t *iface);
     ucs_time_t                next_idle_scan;
     ucs_time_t                last_drop_log;
     unsigned                  drops_unlogged;
@@ -1379,7 +1380,15 @@ static unsigned uct_rc_share_conn_main_progress(void *arg)
         }
         if ((events & UCT_RC_SHARE_CONN_EV_RELEASE) &&
             uct_rc_share_conn_done(conn)) {
-            uct_rc_share_conn_destroy(conn);
+            /* What the peer sent before it went is delivered first; the
+             * callbacks run without the async context (and may queue
+             * more, or make the connection busy again) */
+            UCS_ASYNC_UNBLOCK(async);
+            ci->drain_rx(iface);
+            UCS_ASYNC_BLOCK(async);
+            if ((conn->main_events == 0) && uct_rc_share_conn_done(conn)) {
+                uct_rc_share_conn_destroy(conn);
+            }
             ++count;
         }
     }
@@ -1723,7 +1732,9 @@ static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
     return UCS_OK;
 }
 
-ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface)
+ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
+                                          void (*drain_rx)(
+                                                  uct_rc_share_iface_t*))
 {
     uct_rc_share_conn_iface_t *ci;
     ucs_status_t status;
@@ -1740,6 +1751,7 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface)
 
     iface->conn      = ci;
     ci->iface        = iface;
+    ci->drain_rx     = drain_rx;
     ci->main_prog_id = UCS_CALLBACKQ_ID_NULL;
     ci->timer_id     = -1;
     kh_init_inplace(uct_rc_share_conns, &ci->conns);

@@ -109,8 +109,16 @@ typedef struct uct_rc_share_conn_owner_ops {
 } uct_rc_share_conn_owner_ops_t;
 
 
-/* The iface's connections, the handshake's QP and buffers */
-ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface);
+/*
+ * The iface's connections, the handshake's QP and buffers. drain_rx takes
+ * every completion of the iface's receive CQ (main thread): a QP is
+ * destroyed only after it, since a provider may drop the receive
+ * completions of a destroyed QP from the CQ (mlx5 does), and a peer that
+ * said DISC may have messages there still.
+ */
+ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
+                                          void (*drain_rx)(
+                                                  uct_rc_share_iface_t*));
 
 /* Destroys every connection, then the handshake's objects (the async
  * handler is stopped) */

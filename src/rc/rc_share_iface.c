@@ -633,6 +633,14 @@ static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
     return n;
 }
 
+/* Every receive completion there is, delivered (see
+ * uct_rc_share_conn_iface_init) */
+static void uct_rc_share_iface_drain_rx(uct_rc_share_iface_t *iface)
+{
+    while (uct_rc_share_iface_poll_rx(iface) != 0) {
+    }
+}
+
 /* ------------------------------------------------------------ send */
 
 /* Endpoints whose backlog waited for CQ entries go on, in order, one at a
@@ -1275,7 +1283,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
-    status = uct_rc_share_conn_iface_init(self);
+    status = uct_rc_share_conn_iface_init(self, uct_rc_share_iface_drain_rx);
     if (status != UCS_OK) {
         goto err;
     }

@@ -4,7 +4,9 @@
 #     must fail with an error naming the cause, and the fallback must pass
 #     with one registration per member.
 #   shared mode (the test bed's import provider): hwcheck must require and
-#     pass shared mode, as it does on mlx5: one registration on the node.
+#     pass shared mode, as it does on mlx5: one registration on the node,
+#     and the group's server destroys what a killed member left on the
+#     shared uverbs file.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 in_guest --timeout 300 "$IBSHARE_SRCDIR/contrib/hwcheck" --members 4 \
@@ -17,6 +19,10 @@ if [ "$IBSHARE_TEST_MODE" = shared ]; then
           grep -q "the test bed's import provider" "$tmpdir/out"
     check "hwcheck passes shared mode, one registration on the node" \
           grep -q "PASS: import mode works on rxe0:1: 4 processes shared one context, PD and MR (1 registration on the node)" \
+          "$tmpdir/out"
+    check "hwcheck: the QPs and CQs of a killed member destroyed by the\
+ group's server, the device's QPs back where they were" \
+          grep -q "hwcheck: a killed member: member pid [0-9]* died; destroyed what it left .*[0-9] QP" \
           "$tmpdir/out"
     check "and checks no fallback" \
           sh -c "! grep -q 'checking the fallback' '$tmpdir/out'"
