@@ -90,6 +90,9 @@ POOL_MRLEN=69206016 SLICE_MRLEN=11534336
 guest() {
     out=$1 tls=$2 sm_tls=$3 prog=$4
     run_mpi "$out" np2 2 "$tls" -x UCX_NET_DEVICES=rxe0:1
+    # (not against the second UCX generation: what it adds, the node's
+    # device objects, is the module's, the same on both)
+    [ "${IBSHARE_TEST_SCOPE:-}" != generation ] &&
     case $tls in
     rc_share,*)
         # With the node's device objects sampled: UCX's own ib md (which
@@ -173,7 +176,9 @@ summary_ok() {
         ! grep -q '^FAIL: mpi_check' "$1"
 }
 
-for run in np2 np4; do
+runs="np2 np4"
+[ "${IBSHARE_TEST_SCOPE:-}" != generation ] || runs=np2
+for run in $runs; do
     np=${run#np}
     out=$tmpdir/$run.out
     label="$np ranks, UCX_TLS=$tls"
@@ -221,7 +226,7 @@ for run in np2 np4; do
 done
 
 # The node's device objects while the 4 ranks ran (rdma res show, sampled)
-if [ "$tl" = rc_share ]; then
+if [ "$tl" = rc_share ] && [ "$runs" != np2 ]; then
     label="4 ranks, UCX_TLS=$tls, device objects"
     echo "--- $label"
     obj=$tmpdir/np4
