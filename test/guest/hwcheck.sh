@@ -22,7 +22,7 @@ if [ "$IBSHARE_TEST_MODE" = shared ]; then
           "$tmpdir/out"
     check "hwcheck: the QPs and CQs of a killed member destroyed by the\
  group's server, the device's QPs back where they were" \
-          grep -q "hwcheck: a killed member: member pid [0-9]* died; destroyed what it left .*[0-9] QP" \
+          grep -q "hwcheck: a killed member: .*member pid [0-9]* died; destroyed what it left .*[0-9] QP.* QPs \([0-9]*\) before, \1 after" \
           "$tmpdir/out"
     check "and checks no fallback" \
           sh -c "! grep -q 'checking the fallback' '$tmpdir/out'"

@@ -8,12 +8,20 @@
 #      of them serves the group, a newcomer N1 joins through it and talks
 #      to both, and they to it;
 #   B. the founder L2 is killed (kill -9) while M3 and M4 talk: they go on,
-#      one of them serves, a newcomer N2 joins; in shared mode L2's slice is
-#      retired (its QPs live on in the shared context) and N2 gets another;
+#      one of them serves, a newcomer N2 joins; in shared mode the new
+#      server destroys what L2 left on the group's device context (its
+#      ledger, src/ibshare_ledger.h) and frees its slice: no slice stays
+#      retired;
 #      then a member V that M3 talks to is killed: M3 reports V failed
 #      within BOUND seconds and goes on with M4 and N2;
 #   and at the end every survivor leaves with 0 errors, and the kernel's PD,
 #   MR, QP and CQ tables are as they were before the first process.
+# Where it runs: node_lifetime-shared.sh in every `make check`; this one,
+# fallback mode, in the long run only (contrib/check --long, make
+# check-long; issue 19: CI's time). By default, fallback mode's own parts
+# run elsewhere: a takeover after the founder left or was killed on the
+# host (test/host/node_takeover.sh, node_chaos.sh), one PD and MR per
+# member (node_group.sh), a killed peer reported (peer_failure.sh).
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 # How long M3 may take to report V's death. Fallback mode: V's QPs die with
@@ -311,6 +319,11 @@ note "M3 and M4 talk on"
 snap b_L2_after "$b" M3:M4 M4:M3
 waitfor 30 leader_in node-lifetime-b b.takeover \
     "$(pid_of "$b" M3)" "$(pid_of "$b" M4)"
+# Shared mode: L2's slice is retired until the server has destroyed what
+# L2 left on the group's file and cleared its record (polled: the server
+# scans every 500 ms)
+no_retired() { info "$1"; [ "$(retired node-lifetime-b "$1")" = 0 ]; }
+waitfor 30 no_retired b.takeover
 note "ibshare_info after L2 was killed:"
 cat "$out/info.b.takeover"
 group_facts node-lifetime-b b.takeover b_takeover
@@ -349,7 +362,7 @@ snap b_V_reported "$b" M3:M4 M3:N2 M3:V
 talked 30 "$b" "$talk_new" M3:M4 M3:N2 M4:M3 N2:M3
 note "M3, M4 and N2 talk on"
 snap b_V_after "$b" M3:M4 M3:N2 M4:M3 N2:M3
-info b.after_kill
+waitfor 30 no_retired b.after_kill
 note "ibshare_info after V was killed:"
 cat "$out/info.b.after_kill"
 group_facts node-lifetime-b b.after_kill b_after_kill
@@ -474,16 +487,16 @@ check "B: after L2's death, with M3 and M4: $(objects_desc b_takeover 2)" \
       objects b_takeover 2
 check "B: with M3, M4 and N2: $(objects_desc b_newcomer 3)" \
       objects b_newcomer 3
-if [ "$mode" = shared ]; then want_retired=1; else want_retired=0; fi
-check "B: ibshare_info shows $want_retired retired slice(s) after L2's death in $mode mode ($(got b_takeover_retired))" \
-      test "$(got b_takeover_retired)" = "$want_retired"
+# (shared mode: L2's objects destroyed by the server, its slice free again)
+check "B: ibshare_info shows no retired slice after L2's death in $mode mode ($(got b_takeover_retired))" \
+      test "$(got b_takeover_retired)" = 0
 check "B: the newcomer N2 joined in $mode mode (ibshare_info: '$(got b_N2_mode)')" \
       test "$(got b_N2_mode)" = "$mode"
 check "B: N2 had made $member_regs registration(s) when it had joined ($mode mode)" \
       grep -q "^ok: .*: joined the group ($mode mode, member) in .* after $member_regs registration" "$b/N2.out"
 if [ "$mode" = shared ]; then
-    check "B: N2 did not get L2's retired slice (N2: slice $(got b_N2_slice), L2 had $(got b_L2_slice))" \
-          sh -c "test -n '$(got b_N2_slice)' && test '$(got b_N2_slice)' != '$(got b_L2_slice)'"
+    check "B: N2 got a slice (slice $(got b_N2_slice); L2's, $(got b_L2_slice), was free again)" \
+          test -n "$(got b_N2_slice)"
 fi
 check "B: N2 talks to M3 and M4 ($(got b_N2_N2_M3), $(got b_N2_N2_M4) rounds) and they to it ($(got b_N2_M3_N2), $(got b_N2_M4_N2))" \
       sh -c "test $(got b_N2_N2_M3 0) -ge $talk_new && test $(got b_N2_N2_M4 0) -ge $talk_new &&
@@ -511,9 +524,8 @@ check "B: M4 and N2 kept talking to M3 (M4: $(got b_V_killed_M4_M3) -> $(got b_V
              test $(got b_V_after_N2_M3 0) -ge $(($(got b_V_killed_N2_M3 0) + talk_new))"
 check "B: after V's death, with M3, M4 and N2: $(objects_desc b_after_kill 3)" \
       objects b_after_kill 3
-if [ "$mode" = shared ]; then want_retired=2; else want_retired=0; fi
-check "B: ibshare_info shows $want_retired retired slice(s) after V's death too ($(got b_after_kill_retired))" \
-      test "$(got b_after_kill_retired)" = "$want_retired"
+check "B: ibshare_info shows no retired slice after V's death either ($(got b_after_kill_retired))" \
+      test "$(got b_after_kill_retired)" = 0
 
 # 5. Everything stops
 unexpected=$(cat "$a"/*.out "$b"/*.out | grep -c "failed without being killed")

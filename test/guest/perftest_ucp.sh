@@ -10,6 +10,12 @@
 # polling: tag_lat at 8 B and 64 KiB, and tag_bw. (ucx_perftest's RMA tests
 # never complete with -E sleep, over UCX's rc_verbs too: left out.)
 #
+# Where it runs: perftest_ucp-shared.sh (UCX 1.13) in every CI run, and
+# the same pairs, sleeping ones included, in fallback mode against UCX 1.22
+# under the sanitizers (sanitizers.sh, make check-sanitize-generation);
+# this one, fallback mode on 1.13, in the long run only (contrib/check
+# --long; issue 19: CI's time).
+#
 # UCX_TLS: rc_share,self for rc_share; rc_verbs,ud_verbs,self for rc_verbs
 # (rc_verbs needs ud_verbs for wire-up); TL,self otherwise.
 #
