@@ -35,8 +35,14 @@
 
 
 #define UCT_RC_SHARE_CONN_QKEY      0x1ee7a330u
-#define UCT_RC_SHARE_CONN_RX_COUNT  64
-#define UCT_RC_SHARE_CONN_TX_COUNT  32
+/* Deep enough for a burst of requests: a UD receive that finds no buffer
+ * is dropped, and a dropped request waits CONN_RETRY for its copy. With 64
+ * and 32, UCX's gtest pending_ucs_ok_dc_arbiter_bug (2048 endpoints to one
+ * iface, connected at once) took 26 to 441 s under TCG, and failed
+ * endpoints with timeouts at CONN_RETRY=1s; with these, 5 s. 80 KiB of the
+ * rank's slice per iface. */
+#define UCT_RC_SHARE_CONN_RX_COUNT  512
+#define UCT_RC_SHARE_CONN_TX_COUNT  128
 #define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
 #define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
 /* The first bytes of a message that keep their meaning in every version */
@@ -84,6 +90,8 @@ KHASH_INIT(uct_rc_share_conns, uct_rc_share_conn_key_t, uct_rc_share_conn_t*,
            1, uct_rc_share_conn_key_hash, uct_rc_share_conn_key_equal)
 KHASH_MAP_INIT_INT(uct_rc_share_qpns, uct_rc_share_conn_t*)
 KHASH_MAP_INIT_INT64(uct_rc_share_peers, uint64_t)
+/* A set of peer ifaces (the timer's: checked now, found dead) */
+KHASH_SET_INIT_INT64(uct_rc_share_peer_set)
 
 
 struct uct_rc_share_conn {
@@ -1242,9 +1250,14 @@ static void uct_rc_share_conn_start_check(uct_rc_share_conn_t *conn,
     uct_rc_share_conn_send_check(conn);
 }
 
+/* dead: the peers whose iface did not answer a check (the caller fails
+ * their other connections) */
 static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
-                                        ucs_time_t now)
+                                        ucs_time_t now,
+                                        khash_t(uct_rc_share_peer_set) *dead)
 {
+    int ret;
+
     uct_rc_share_iface_t *iface = conn->iface;
 
     if (uct_rc_share_conn_requesting(conn)) {
@@ -1272,6 +1285,7 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
                  conn->key.peer_id, conn->key.sn,
                  ucs_time_to_sec(iface->config.check_timeout));
         uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+        kh_put(uct_rc_share_peer_set, dead, conn->key.peer_id, &ret);
     } else if (now >= conn->check_next_retry) {
         uct_rc_share_conn_send_check(conn);
     }
@@ -1279,26 +1293,70 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
 
 /* The connections that only the peer uses, which nobody else checks, get a
  * check every CHECK_TIMEOUT: a killed peer's, one whose DISC was lost, one
- * whose requester never finished. The caller holds the async context. */
+ * whose requester never finished. One check at a time per peer iface:
+ * thousands of connections to one peer each sending a check at every scan
+ * are more than a busy peer answers within CHECK_TIMEOUT (2,048 endpoints
+ * of one process, connected at once, failed that way in the guest), and
+ * one unanswered check ends them all (uct_rc_share_conn_fail_peers). The
+ * caller holds the async context. */
 static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
                                         ucs_time_t now)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
+    khash_t(uct_rc_share_peer_set) checking;
     uct_rc_share_conn_t *conn;
+    int ret;
 
     if (now < ci->next_idle_scan) {
         return;
     }
     ci->next_idle_scan = now + (uct_rc_share_conn_idle_time(iface) / 4);
 
+    kh_init_inplace(uct_rc_share_peer_set, &checking);
+    kh_foreach_value(&ci->conns, conn, {
+        if (conn->check != UCT_RC_SHARE_CONN_CHECK_NONE) {
+            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer_id, &ret);
+        }
+    });
     kh_foreach_value(&ci->conns, conn, {
         if ((conn->owner == NULL) && conn->peer_half &&
             (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
             (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) &&
             (now >= conn->next_idle_check)) {
-            uct_rc_share_conn_start_check(conn, UCT_RC_SHARE_CONN_CHECK_IDLE);
+            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer_id, &ret);
+            if (ret != UCS_KH_PUT_KEY_PRESENT) {
+                uct_rc_share_conn_start_check(conn,
+                                              UCT_RC_SHARE_CONN_CHECK_IDLE);
+            }
         }
     });
+    kh_destroy_inplace(uct_rc_share_peer_set, &checking);
+}
+
+/* The ifaces in dead did not answer a check within CHECK_TIMEOUT: every
+ * other connection to them fails too, as its own check would, one
+ * CHECK_TIMEOUT after the other. The caller holds the async context. */
+static void
+uct_rc_share_conn_fail_peers(uct_rc_share_iface_t *iface,
+                             const khash_t(uct_rc_share_peer_set) *dead)
+{
+    uct_rc_share_conn_t *conn;
+    unsigned count = 0;
+
+    kh_foreach_value(&iface->conn->conns, conn, {
+        if ((conn->state != UCT_RC_SHARE_CONN_FAILED) &&
+            (kh_get(uct_rc_share_peer_set, dead, conn->key.peer_id) !=
+             kh_end(dead))) {
+            uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
+            ++count;
+        }
+    });
+    if (count > 0) {
+        ucs_diag("%s:%d: %u more connections to the %u iface(s) that did "
+                 "not answer a check failed with them",
+                 uct_rc_share_dev_name(iface), iface->port_num, count,
+                 kh_size(dead));
+    }
 }
 
 /* The async context's timer, every CONN_RETRY (the context is blocked) */
@@ -1307,11 +1365,18 @@ static void uct_rc_share_conn_timer(int id, ucs_event_set_types_t events,
 {
     uct_rc_share_iface_t *iface = arg;
     ucs_time_t now              = ucs_get_time();
+    khash_t(uct_rc_share_peer_set) dead;
     uct_rc_share_conn_t *conn, *tmp;
 
+    kh_init_inplace(uct_rc_share_peer_set, &dead);
     ucs_list_for_each_safe(conn, tmp, &iface->conn->timed, timed_list) {
-        uct_rc_share_conn_timer_one(conn, now);
+        uct_rc_share_conn_timer_one(conn, now, &dead);
     }
+    /* After the walk: failing takes connections off the timed list */
+    if (kh_size(&dead) > 0) {
+        uct_rc_share_conn_fail_peers(iface, &dead);
+    }
+    kh_destroy_inplace(uct_rc_share_peer_set, &dead);
     uct_rc_share_conn_idle_scan(iface, now);
 }
 

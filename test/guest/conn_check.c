@@ -34,6 +34,11 @@
  *       at once, its grant still coming; then one endpoint sends 4 windows'
  *       worth (every one needs grants) and a ping, whose pong says how many
  *       sink messages the target got: all of them.
+ *   conn_check DEVICE burst FILE COUNT
+ *       COUNT endpoints to FILE's target created at once (their requests
+ *       all go out together), then a sink message on each, each flushed;
+ *       a ping's pong says the target got all COUNT. Exits 0 if it did and
+ *       no endpoint failed.
  *   conn_check DEVICE simul ROUNDS
  *       Two ifaces of this process connect to each other ROUNDS times at
  *       about the same time (random delays, either first), exchange a
@@ -684,6 +689,95 @@ static int churn(const char *path, unsigned num_eps, unsigned messages)
     return guest_failures ? 1 : 0;
 }
 
+/* ------------------------------------------------------------ burst */
+
+static int burst(const char *path, unsigned count)
+{
+    unsigned i, sent = 0, flushed = 0, pending;
+    uint64_t payload = 0, before;
+    uct_completion_t *comps;
+    uct_ep_h first, *eps;
+    ucs_status_t status;
+    double end;
+    node_t node;
+    addr_t addr;
+    double start;
+
+    addr_read(path, &addr);
+    pinger_open(&node);
+    first = ep_create(&node, &addr);
+    if ((first == NULL) || (ping_once(&node, first) != 0)) {
+        printf("burst: the target did not answer the first ping\n");
+        return 1;
+    }
+    before = node.sink_seen;
+
+    eps = calloc(count, sizeof(*eps));
+    if (eps == NULL) {
+        DIE("no memory for %u endpoints", count);
+    }
+    start = now();
+    for (i = 0; i < count; ++i) {
+        eps[i] = ep_create(&node, &addr);
+        if (eps[i] == NULL) {
+            break;
+        }
+    }
+    for (i = 0; (i < count) && (eps[i] != NULL); ++i) {
+        sent += am_send(&node, eps[i], AM_SINK, &payload,
+                        sizeof(payload)) == 0;
+    }
+    /* flush_ep's completion lives on its stack: one that gives up on an
+     * endpoint would leave it to the endpoint's destroy, which completes it
+     * (CANCELED). These live until the endpoints are gone. */
+    comps = calloc(count, sizeof(*comps));
+    if (comps == NULL) {
+        DIE("no memory for %u completions", count);
+    }
+    for (i = 0; (i < count) && (eps[i] != NULL); ++i) {
+        comps[i].func   = guest_completed;
+        comps[i].count  = 1;
+        comps[i].status = UCS_OK;
+        end             = now() + DEADLINE_S;
+        while (((status = uct_ep_flush(eps[i], 0, &comps[i])) ==
+                UCS_ERR_NO_RESOURCE) && (now() < end)) {
+            uct_worker_progress(node.worker);
+        }
+        if (status == UCS_OK) {
+            comps[i].count = 0;
+        } else if (status != UCS_INPROGRESS) {
+            comps[i].count  = 0; /* failed: counted as not flushed */
+            comps[i].status = status;
+        }
+    }
+    end = now() + DEADLINE_S;
+    do {
+        uct_worker_progress(node.worker);
+        for (i = 0, pending = 0; (i < count) && (eps[i] != NULL); ++i) {
+            pending += comps[i].count;
+        }
+    } while ((pending > 0) && (now() < end) && (node.errors == 0));
+    for (i = 0; (i < count) && (eps[i] != NULL); ++i) {
+        flushed += (comps[i].count == 0) && (comps[i].status == UCS_OK);
+    }
+    CHECK((ping_once(&node, first) == 0) && (node.errors == 0) &&
+          (sent == count) && (flushed == count) &&
+          (node.sink_seen - before == count),
+          "%u endpoints to one target, connected at once: %u sent, %u "
+          "flushed, the target got %" PRIu64 ", %u endpoint errors%s%s "
+          "(%.1f s)", count, sent, flushed, node.sink_seen - before,
+          node.errors, node.errors ? ": " : "",
+          node.errors ? ucs_status_string(node.error) : "", now() - start);
+    for (i = 0; (i < count) && (eps[i] != NULL); ++i) {
+        uct_ep_destroy(eps[i]);
+    }
+    free(comps);
+    free(eps);
+    uct_ep_destroy(first);
+    node_close(&node);
+    return guest_failures ? 1 : 0;
+}
+
 /* ------------------------------------------------------------ simul */
 
 static ucs_status_t simul_recv(void *arg, void *data, size_t length,
@@ -802,7 +896,7 @@ int main(int argc, char **argv)
 
     if (argc < 3) {
         fprintf(stderr, "usage: conn_check DEVICE "
-                "target|ping|kill|group|churn|simul ARGS...\n");
+                "target|ping|kill|group|churn|burst|simul ARGS...\n");
         return 2;
     }
     dev_name = argv[1];
@@ -826,6 +920,8 @@ int main(int argc, char **argv)
                    (argc == 7) ? argv[6] : NULL);
     } else if (!strcmp(mode, "churn") && (argc == 6)) {
         ret = churn(argv[3], atoi(argv[4]), atoi(argv[5]));
+    } else if (!strcmp(mode, "burst") && (argc == 5)) {
+        ret = burst(argv[3], atoi(argv[4]));
     } else if (!strcmp(mode, "simul") && (argc == 4)) {
         ret = simul(atoi(argv[3]));
     } else {

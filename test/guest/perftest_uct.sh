@@ -11,10 +11,11 @@
 # multinode_uct.sh sources it with perftest_uct_lib=1 for its cases, guest
 # and check_pairs only (the pairs between two guests).
 #
-# Where it runs: perftest_uct-shared.sh (UCX 1.13) and this one against UCX
-# 1.22 (make check-ucx-generation) in every CI run; this one against 1.13,
-# fallback mode, in the long run only (contrib/check --long; issue 19:
-# CI's time: the operations are the same code in both modes).
+# Where it runs: perftest_uct-shared.sh (UCX 1.13) in every CI run; this
+# one, fallback mode, in the long run only (contrib/check --long; issue 19:
+# CI's time: the operations are the same code in both modes). Against UCX
+# 1.22, the same operations run in sanitizers.sh's pairs (make
+# check-sanitize-generation).
 
 lat_iters=1000
 bw_iters=2000
