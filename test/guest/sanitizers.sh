@@ -10,8 +10,10 @@
 # The script runs itself in the guest (--guest OUTDIR PRELOAD), which only
 # runs the pairs; the checks run here.
 
-iters=500
-warmup=50
+# Every case crosses the same code in its first iterations; more find no
+# more under the sanitizers and cost guest time (500 and 50 until issue 19)
+iters=200
+warmup=20
 client_timeout=120
 server_grace=15
 
