@@ -1256,9 +1256,8 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
                                         ucs_time_t now,
                                         khash_t(uct_rc_share_peer_set) *dead)
 {
-    int ret;
-
     uct_rc_share_iface_t *iface = conn->iface;
+    int ret;
 
     if (uct_rc_share_conn_requesting(conn)) {
         if (now >= conn->deadline) {
