@@ -624,6 +624,25 @@ static int group_churn(const char *path, unsigned members, unsigned rounds)
     return 0;
 }
 
+/* A pinger to path's target with one endpoint that had a pong: the
+ * endpoint, or NULL (said so for who); *before: the target's count of
+ * sink messages then (other tests' among them) */
+static uct_ep_h pinger_first(const char *path, const char *who, node_t *node,
+                             addr_t *addr, uint64_t *before)
+{
+    uct_ep_h ep;
+
+    addr_read(path, addr);
+    pinger_open(node);
+    ep = ep_create(node, addr);
+    if ((ep == NULL) || (ping_once(node, ep) != 0)) {
+        printf("%s: the target did not answer the first ping\n", who);
+        return NULL;
+    }
+    *before = node->sink_seen;
+    return ep;
+}
+
 static int churn(const char *path, unsigned num_eps, unsigned messages)
 {
     uint64_t sent = 0, payload = 0, before;
@@ -634,16 +653,10 @@ static int churn(const char *path, unsigned num_eps, unsigned messages)
     int ok;
 
     snprintf(guest_name, sizeof(guest_name), "churn");
-    addr_read(path, &addr);
-    pinger_open(&node);
-
-    /* What the target counted before (other tests' sink messages) */
-    ep = ep_create(&node, &addr);
-    if ((ep == NULL) || (ping_once(&node, ep) != 0)) {
-        printf("churn: the target did not answer the first ping\n");
+    ep = pinger_first(path, "churn", &node, &addr, &before);
+    if (ep == NULL) {
         return 1;
     }
-    before = node.sink_seen;
     uct_ep_destroy(ep);
 
     for (i = 0; i < num_eps; ++i) {
@@ -703,14 +716,10 @@ static int burst(const char *path, unsigned count)
     addr_t addr;
     double start;
 
-    addr_read(path, &addr);
-    pinger_open(&node);
-    first = ep_create(&node, &addr);
-    if ((first == NULL) || (ping_once(&node, first) != 0)) {
-        printf("burst: the target did not answer the first ping\n");
+    first = pinger_first(path, "burst", &node, &addr, &before);
+    if (first == NULL) {
         return 1;
     }
-    before = node.sink_seen;
 
     eps = calloc(count, sizeof(*eps));
     if (eps == NULL) {
