@@ -47,6 +47,14 @@ finish() {
     # contrib/check lists the slowest tests from these lines
     echo "$test_name: took $(($(date +%s) - test_started)) s"
     if [ "$failures" -ne 0 ]; then
+        # The kernel's side of a failure: the consoles that a test kept
+        # (in_guest --log "$tmpdir/console"; quiet boots print warnings,
+        # oopses and hung tasks only)
+        for f in "$tmpdir"/console "$tmpdir"/console.node*; do
+            [ -s "$f" ] || continue
+            echo "--- guest console $(basename "$f") (last 60 lines)" >&2
+            tail -n 60 "$f" >&2
+        done
         echo "$test_name: $failures check(s) failed" >&2
         exit 1
     fi

@@ -113,7 +113,7 @@ mpi_prog mpi_check
 # The transports choose the GID themselves
 unset UCX_IB_GID_INDEX UCX_RC_SHARE_GID_INDEX
 
-in_guest --nodes 2 --timeout 900 sh \
+in_guest --nodes 2 --timeout 900 --log "$tmpdir/console" sh \
     "$IBSHARE_SRCDIR/test/guest/multinode_failure.sh" --guest "$tmpdir" \
     "$prog" "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
 rc=$?

@@ -62,7 +62,9 @@ sample() {
             most=$n
             mv "$1.now" "$1"
         fi
-        sleep 0.3
+        # (once a second: each guest has one vCPU, which its two ranks
+        # share with the kernel's rxe work)
+        sleep 1
     done
 }
 
@@ -71,11 +73,19 @@ res() {
     node-exec "$1" 'rdma res show pd; rdma res show mr' > "$out/$1.res.$2"
 }
 
+# counters NODE SUFFIX: NODE's rxe and link counters (retries, sequence
+# errors, drops) in OUT/NODE.counters.SUFFIX, for a failed job's log
+counters() {
+    node-exec "$1" 'rdma statistic show link rxe0/1; cat /proc/net/dev' \
+        > "$out/$1.counters.$2" 2>&1
+}
+
 # job NAME TLS: one mpirun of PROG over UCX_TLS=TLS; OUT/NAME.out, .rc,
 # NODE.NAME.info (the samplers'), NODE.res.NAME.before and .after
 job() {
     for n in node0 node1; do
         res $n "$1.before"
+        counters $n "$1.before"
     done
     pids=
     for n in node0 node1; do
@@ -101,6 +111,7 @@ job() {
     wait
     for n in node0 node1; do
         res $n "$1.after"
+        counters $n "$1.after"
     done
 }
 
@@ -139,7 +150,7 @@ esac
 mpi_prog mpi_check
 [ -x "$prog" ] || finish
 
-in_guest --nodes 2 --timeout 1200 sh \
+in_guest --nodes 2 --timeout 1200 --log "$tmpdir/console" sh \
     "$IBSHARE_SRCDIR/test/guest/multinode_mpi.sh" --guest "$tmpdir" "$prog" \
     "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
 rc=$?
@@ -218,6 +229,12 @@ check_job() {
     if [ "$status" != 0 ]; then
         echo "--- mpirun output (tail)" >&2
         tail -n 40 "$out" >&2
+        for n in node0 node1; do
+            for w in before after; do
+                echo "--- $n: rxe and link counters $w the job" >&2
+                cat "$tmpdir/$n.counters.$1.$w" >&2
+            done
+        done
     fi
 }
 

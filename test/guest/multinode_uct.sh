@@ -90,7 +90,7 @@ fi
 # The transports choose the GID themselves
 unset UCX_IB_GID_INDEX UCX_RC_SHARE_GID_INDEX
 
-in_guest --nodes 2 --timeout 1800 sh \
+in_guest --nodes 2 --timeout 1800 --log "$tmpdir/console" sh \
     "$IBSHARE_SRCDIR/test/guest/multinode_uct.sh" --guest "$tmpdir" \
     > "$tmpdir/guest.log" 2>&1
 rc=$?
