@@ -16,6 +16,10 @@
  * operation, in us:
  *
  *   op put8_worker_flush median_us 12.34 min_us 11.00 batches 9 iters 200
+ *      progress_per_op 41.0
+ *
+ * (one line; progress_per_op: the client's ucp_worker_progress calls per
+ * operation, while it waited)
  *
  * The transports are UCX's choice (UCX_TLS, UCX_NET_DEVICES). Exit status
  * 0 when every operation completed and the last put's value came back in a
@@ -49,6 +53,7 @@ static struct {
 
 static ucp_context_h context;
 static ucp_worker_h  worker;
+static unsigned long progress_calls; /* of the client, per operation */
 
 static void die(const char *what, ucs_status_t status)
 {
@@ -182,6 +187,7 @@ static void wait_request(void *request, const char *what)
     }
     do {
         ucp_worker_progress(worker);
+        ++progress_calls;
         status = ucp_request_check_status(request);
     } while (status == UCS_INPROGRESS);
     ucp_request_free(request);
@@ -352,11 +358,13 @@ static void run_op(const char *name, void (*op)(rma_t*), rma_t *r,
                    long per_call)
 {
     double t[RMA_LAT_MAX_BATCHES], start;
+    unsigned long calls;
     long i, b;
 
     for (i = 0; i < opts.warmup; ++i) {
         op(r);
     }
+    calls = progress_calls;
     for (b = 0; b < opts.batches; ++b) {
         start = now_us();
         for (i = 0; i < opts.iters; ++i) {
@@ -365,8 +373,11 @@ static void run_op(const char *name, void (*op)(rma_t*), rma_t *r,
         t[b] = (now_us() - start) / (opts.iters * per_call);
     }
     qsort(t, opts.batches, sizeof(t[0]), cmp_double);
-    printf("op %s median_us %.2f min_us %.2f batches %ld iters %ld\n", name,
-           t[opts.batches / 2], t[0], opts.batches, opts.iters * per_call);
+    calls = progress_calls - calls;
+    printf("op %s median_us %.2f min_us %.2f batches %ld iters %ld "
+           "progress_per_op %.1f\n", name, t[opts.batches / 2], t[0],
+           opts.batches, opts.iters * per_call,
+           (double)calls / (opts.batches * opts.iters * per_call));
     fflush(stdout);
 }
 

@@ -24,6 +24,16 @@
 #include <string.h>
 
 
+/*
+ * Every one-sided operation is signaled, as rc_verbs does it; only active
+ * messages are signaled selectively. A flush after a put or an atomic then
+ * waits for that WR's own completion: with the put unsignaled it had to
+ * post a NOP to learn it, one more post per put + flush, and on rxe each
+ * post is a system call that runs the requester (put + flush took 1.6x
+ * rc_verbs' time under UCP, contrib/bench_rma; issue 23).
+ */
+#define UCT_RC_SHARE_RMA_SIGNAL 1
+
 static UCS_F_ALWAYS_INLINE uct_rc_share_iface_t *
 uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
 {
@@ -372,7 +382,7 @@ ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                          rkey);
     wr.send_flags = IBV_SEND_INLINE;
 
-    status = uct_rc_share_ep_post(ep, &wr, 0, 0);
+    status = uct_rc_share_ep_post(ep, &wr, 0, UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_likely(status == UCS_OK)) {
         iface->counters.put_ops++;
         iface->counters.put_bytes += length;
@@ -405,7 +415,8 @@ ssize_t uct_rc_share_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
                          rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc, 0);
+    status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
+                                  UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -436,7 +447,7 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                          remote_addr, rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, uct_rc_share_tx_op_comp(comp),
-                                  comp != NULL);
+                                  UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -558,7 +569,7 @@ uct_rc_share_ep_atomic(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
                              &wr.wr.atomic.remote_addr, &wr.wr.atomic.rkey);
 
     status = uct_rc_share_ep_post(ep, &wr, (uintptr_t)desc,
-                                  (result != NULL) || (comp != NULL));
+                                  UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }

@@ -72,11 +72,11 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      UCS_CONFIG_TYPE_UINT},
 
     {"TX_CQ_MODERATION", "64",
-     "Most send work requests an endpoint posts in a row without asking for\n"
-     "a completion (0: every one asks). A request whose completion the user\n"
-     "waits for always asks; the completion of one request reports those\n"
-     "before it. 0 to 65536, lowered to a quarter of TX_QUEUE_LEN and of\n"
-     "TX_CQ_LEN.",
+     "Most active messages an endpoint sends in a row without asking for a\n"
+     "completion (0: every one asks); one-sided operations (put, get,\n"
+     "atomics) always ask, as do messages whose completion the user waits\n"
+     "for. The completion of one request reports those before it. 0 to\n"
+     "65536, lowered to a quarter of TX_QUEUE_LEN and of TX_CQ_LEN.",
      ucs_offsetof(uct_rc_share_iface_config_t, tx_cq_moderation),
      UCS_CONFIG_TYPE_UINT},
 
