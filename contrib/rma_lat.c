@@ -6,14 +6,16 @@
  * ucx_perftest flushes only once at the end of a run, so none of its tests
  * waits for a completion per operation (issue 23).
  *
- *   rma_lat [-p PORT] [-n ITERS] [-b BATCHES] [-w WARMUP]        server
- *   rma_lat -c HOST [-p PORT] [-n ITERS] [-b BATCHES] [-w WARMUP] client
+ *   rma_lat [-p PORT]                                             server
+ *   rma_lat -c HOST [-p PORT] [-n ITERS] [-b BATCHES] [-w WARMUP] [-o OPS]
+ *                                                                 client
  *
  * The server maps a buffer, sends its worker address and the buffer's rkey
  * over TCP, and progresses until the client is done; the client runs each
  * operation WARMUP times, then BATCHES batches of ITERS, and prints per
  * operation the median and the minimum over the batches of the time per
- * operation, in us:
+ * operation, in us (OPS: a comma-separated subset of the names below, all
+ * by default):
  *
  *   op put8_worker_flush median_us 12.34 min_us 11.00 batches 9 iters 200
  *      progress_per_op 41.0
@@ -49,7 +51,8 @@ static struct {
     long        iters;
     long        batches;
     long        warmup;
-} opts = { NULL, "13377", 200, 9, 50 };
+    const char  *ops;
+} opts = { NULL, "13377", 200, 9, 50, NULL };
 
 static ucp_context_h context;
 static ucp_worker_h  worker;
@@ -354,12 +357,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* NAME is in the comma-separated list of -o (or there is none) */
+static int op_selected(const char *name)
+{
+    size_t len = strlen(name);
+    const char *p;
+
+    if (opts.ops == NULL) {
+        return 1;
+    }
+    for (p = opts.ops; p != NULL; p = strchr(p, ',')) {
+        p += (*p == ',');
+        if ((strncmp(p, name, len) == 0) &&
+            ((p[len] == ',') || (p[len] == '\0'))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void run_op(const char *name, void (*op)(rma_t*), rma_t *r,
                    long per_call)
 {
     double t[RMA_LAT_MAX_BATCHES], start;
     unsigned long calls;
     long i, b;
+
+    if (!op_selected(name)) {
+        return;
+    }
 
     for (i = 0; i < opts.warmup; ++i) {
         op(r);
@@ -461,7 +487,7 @@ int main(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "c:p:n:b:w:")) != -1) {
+    while ((c = getopt(argc, argv, "c:p:n:b:w:o:")) != -1) {
         switch (c) {
         case 'c':
             opts.server = optarg;
@@ -478,9 +504,12 @@ int main(int argc, char **argv)
         case 'w':
             opts.warmup = parse_count(optarg, 1000000);
             break;
+        case 'o':
+            opts.ops = optarg;
+            break;
         default:
             fprintf(stderr, "usage: rma_lat [-c HOST] [-p PORT] [-n ITERS] "
-                            "[-b BATCHES] [-w WARMUP]\n");
+                            "[-b BATCHES] [-w WARMUP] [-o OPS]\n");
             return 2;
         }
     }
