@@ -38,10 +38,48 @@ static void ibshare_info_usage(FILE *stream)
             "  -h, --help     this help\n");
 }
 
+/* Room for a string of up to UCT_IBSHARE_INFO_MAX bytes as printable()
+ * writes it */
+#define UCT_IBSHARE_INFO_MAX 255
+typedef char ibshare_info_text_t[4 * UCT_IBSHARE_INFO_MAX + 1];
+
+/*
+ * What the terminal gets of a string from the group's files (the state any
+ * member, or anyone who can write the file, may have written; a file name in
+ * the runtime directory): at most UCT_IBSHARE_INFO_MAX bytes, every byte
+ * outside printable ASCII as \xNN, so that no escape sequence reaches the
+ * admin's terminal.
+ */
+static const char *ibshare_info_printable(const char *s, size_t max,
+                                          ibshare_info_text_t buf)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char c;
+    size_t i, n = 0;
+
+    for (i = 0; (i < max) && (i < UCT_IBSHARE_INFO_MAX) && (s[i] != '\0');
+         ++i) {
+        c = (unsigned char)s[i];
+        if ((c >= 0x20) && (c < 0x7f) && (c != '\\')) {
+            buf[n++] = (char)c;
+        } else {
+            buf[n++] = '\\';
+            buf[n++] = 'x';
+            buf[n++] = hex[c >> 4];
+            buf[n++] = hex[c & 0xf];
+        }
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 static void ibshare_info_removed(const char *dir_path, const char *name,
                                  void *arg)
 {
-    printf("removed %s/%s\n", dir_path, name);
+    ibshare_info_text_t text;
+
+    printf("removed %s/%s\n", dir_path,
+           ibshare_info_printable(name, UCT_IBSHARE_INFO_MAX, text));
 }
 
 static void ibshare_info_devices(void)
@@ -80,9 +118,14 @@ static void ibshare_info_devices(void)
 static void ibshare_info_group(const uct_ibshare_node_group_info_t *info,
                                void *arg)
 {
+    ibshare_info_text_t job_key, dev_name;
     unsigned i;
 
-    printf("\ngroup of job '%s' on %s\n", info->job_key, info->dev_name);
+    printf("\ngroup of job '%s' on %s\n",
+           ibshare_info_printable(info->job_key, sizeof(info->job_key),
+                                  job_key),
+           ibshare_info_printable(info->dev_name, sizeof(info->dev_name),
+                                  dev_name));
     printf("  mode:           %s\n", uct_ibshare_group_mode_str(info->mode));
     if (info->server_pid != 0) {
         printf("  leader pid:     %d\n", (int)info->server_pid);
