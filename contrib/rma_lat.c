@@ -23,10 +23,14 @@
  * (one line; progress_per_op: the client's ucp_worker_progress calls per
  * operation, while it waited)
  *
- * The transports are UCX's choice (UCX_TLS, UCX_NET_DEVICES). Exit status
- * 0 when every operation completed and the last put's value came back in a
- * get; 1 otherwise.
+ * The transports are UCX's choice (UCX_TLS, UCX_NET_DEVICES). With -t TL
+ * -d DEV on both sides, the same loops run at UCT level on that transport
+ * and device (rma_lat_uct.c): what UCP's protocols ask of a transport,
+ * without UCP. Exit status 0 when every operation completed and the last
+ * put's value came back in a get; 1 otherwise.
  */
+#include "rma_lat.h"
+
 #include <ucp/api/ucp.h>
 
 #include <arpa/inet.h>
@@ -43,22 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RMA_LAT_MAX_BATCHES 1000
-
-static struct {
-    const char *server;
-    const char *port;
-    long        iters;
-    long        batches;
-    long        warmup;
-    const char  *ops;
-} opts = { NULL, "13377", 200, 9, 50, NULL };
+rma_lat_opts_t opts = { NULL, "13377", 200, 9, 50, NULL, NULL, NULL };
+unsigned long progress_calls;
 
 static ucp_context_h context;
 static ucp_worker_h  worker;
-static unsigned long progress_calls; /* of the client, per operation */
 
-static void die(const char *what, ucs_status_t status)
+void die(const char *what, ucs_status_t status)
 {
     fprintf(stderr, "rma_lat: %s: %s\n", what, ucs_status_string(status));
     exit(1);
@@ -74,7 +69,7 @@ static double now_us(void)
 
 /* ---------------------------------------------------------------- OOB */
 
-static void sock_full(int fd, void *buf, size_t len, int send_it)
+void sock_full(int fd, void *buf, size_t len, int send_it)
 {
     ssize_t n;
 
@@ -95,7 +90,7 @@ static void sock_full(int fd, void *buf, size_t len, int send_it)
 }
 
 /* A blob: its length (network order), then its bytes */
-static void blob_send(int fd, const void *buf, size_t len)
+void blob_send(int fd, const void *buf, size_t len)
 {
     uint32_t n = htonl((uint32_t)len);
 
@@ -103,7 +98,7 @@ static void blob_send(int fd, const void *buf, size_t len)
     sock_full(fd, (void*)buf, len, 1);
 }
 
-static void *blob_recv(int fd, size_t *len_p)
+void *blob_recv(int fd, size_t *len_p)
 {
     uint32_t n;
     void *buf;
@@ -124,7 +119,7 @@ static void *blob_recv(int fd, size_t *len_p)
     return buf;
 }
 
-static int sock_connect_or_listen(void)
+int sock_connect_or_listen(void)
 {
     struct addrinfo hints = { 0 }, *res;
     int fd, one = 1, lfd, ret;
@@ -307,8 +302,10 @@ typedef struct {
 
 static const ucp_request_param_t no_param = { 0 };
 
-static void op_put8_worker_flush(rma_t *r)
+static void op_put8_worker_flush(void *arg)
 {
+    rma_t *r = arg;
+
     ++r->value;
     wait_request(ucp_put_nbx(r->ep, &r->value, 8, r->raddr, r->rkey,
                              &no_param), "ucp_put_nbx");
@@ -316,31 +313,37 @@ static void op_put8_worker_flush(rma_t *r)
                  "ucp_worker_flush_nbx");
 }
 
-static void op_put8_ep_flush(rma_t *r)
+static void op_put8_ep_flush(void *arg)
 {
+    rma_t *r = arg;
+
     ++r->value;
     wait_request(ucp_put_nbx(r->ep, &r->value, 8, r->raddr, r->rkey,
                              &no_param), "ucp_put_nbx");
     wait_request(ucp_ep_flush_nbx(r->ep, &no_param), "ucp_ep_flush_nbx");
 }
 
-static void op_get8(rma_t *r)
+static void op_get8(void *arg)
 {
+    rma_t *r = arg;
+
     wait_request(ucp_get_nbx(r->ep, &r->got, 8, r->raddr, r->rkey, &no_param),
                  "ucp_get_nbx");
 }
 
-static void op_worker_flush_idle(rma_t *r)
+static void op_worker_flush_idle(void *arg)
 {
-    (void)r;
+    (void)arg;
     wait_request(ucp_worker_flush_nbx(worker, &no_param),
                  "ucp_worker_flush_nbx");
 }
 
 /* 100 puts, one flush: the time per put (the issue rate) */
 #define RMA_LAT_RATE_PUTS 100
-static void op_put8_x100_one_flush(rma_t *r)
+static void op_put8_x100_one_flush(void *arg)
 {
+    rma_t *r = arg;
+
     for (int i = 0; i < RMA_LAT_RATE_PUTS; ++i) {
         ++r->value;
         wait_request(ucp_put_nbx(r->ep, &r->value, 8, r->raddr, r->rkey,
@@ -376,8 +379,7 @@ static int op_selected(const char *name)
     return 0;
 }
 
-static void run_op(const char *name, void (*op)(rma_t*), rma_t *r,
-                   long per_call)
+void run_op(const char *name, void (*op)(void*), void *arg, long per_call)
 {
     double t[RMA_LAT_MAX_BATCHES], start;
     unsigned long calls;
@@ -388,13 +390,13 @@ static void run_op(const char *name, void (*op)(rma_t*), rma_t *r,
     }
 
     for (i = 0; i < opts.warmup; ++i) {
-        op(r);
+        op(arg);
     }
     calls = progress_calls;
     for (b = 0; b < opts.batches; ++b) {
         start = now_us();
         for (i = 0; i < opts.iters; ++i) {
-            op(r);
+            op(arg);
         }
         t[b] = (now_us() - start) / (opts.iters * per_call);
     }
@@ -487,7 +489,7 @@ int main(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "c:p:n:b:w:o:")) != -1) {
+    while ((c = getopt(argc, argv, "c:p:n:b:w:o:t:d:")) != -1) {
         switch (c) {
         case 'c':
             opts.server = optarg;
@@ -507,11 +509,25 @@ int main(int argc, char **argv)
         case 'o':
             opts.ops = optarg;
             break;
+        case 't':
+            opts.tl = optarg;
+            break;
+        case 'd':
+            opts.dev = optarg;
+            break;
         default:
             fprintf(stderr, "usage: rma_lat [-c HOST] [-p PORT] [-n ITERS] "
-                            "[-b BATCHES] [-w WARMUP] [-o OPS]\n");
+                            "[-b BATCHES] [-w WARMUP] [-o OPS] "
+                            "[-t TL -d DEV]\n");
             return 2;
         }
+    }
+    if ((opts.tl == NULL) != (opts.dev == NULL)) {
+        fprintf(stderr, "rma_lat: -t and -d go together\n");
+        return 2;
+    }
+    if (opts.tl != NULL) {
+        return (opts.server != NULL) ? uct_client() : uct_server();
     }
     return (opts.server != NULL) ? client() : server();
 }
