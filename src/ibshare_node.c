@@ -551,9 +551,10 @@ static ucs_status_t uct_ibshare_node_attach(uct_ibshare_node_t *node,
      * we hand out no slice, since we cannot tell a free one from a retired
      * one (uct_ibshare_node_pick_slice) */
     uct_ibshare_node_fork_lock();
-    if (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
-                                   desc->num_slices, &node->state,
-                                   &node->state_size) != UCS_OK) {
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_NO_STATE) ||
+        (uct_ibshare_node_state_map(node->lock_fd, node->lock_path,
+                                    desc->num_slices, &node->state,
+                                    &node->state_size) != UCS_OK)) {
         node->state = NULL;
     }
     uct_ibshare_node_fork_unlock();
@@ -780,17 +781,7 @@ int uct_ibshare_node_leave(uct_ibshare_node_t *node)
     }
 
     uct_ibshare_node_thread_stop(node);
-    if (node->serving) {
-        uct_ibshare_node_fork_lock();
-        ucs_close_fd(&node->listen_fd);
-        uct_ibshare_node_fork_unlock();
-        unlinkat(node->dir_fd, node->sock_name, 0);
-        if (node->state != NULL) {
-            __atomic_store_n(&node->state->server_pid, 0, __ATOMIC_RELAXED);
-        }
-        uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_SERVER);
-        node->serving = 0;
-    }
+    uct_ibshare_node_stop_serving(node);
 
     if (node->record != UCT_IBSHARE_NODE_NO_RECORD) {
         uct_ibshare_node_record_set(node, 0);

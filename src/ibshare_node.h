@@ -39,6 +39,8 @@ typedef enum {
     UCT_IBSHARE_FAULT_GARBAGE,          /* server answers with garbage */
     UCT_IBSHARE_FAULT_TRUNCATED,        /* server answers half a descriptor */
     UCT_IBSHARE_FAULT_IMPORT_FAIL,      /* a joiner's ibv_import_mr fails */
+    UCT_IBSHARE_FAULT_POLL_FAIL,        /* the serving thread's poll() fails */
+    UCT_IBSHARE_FAULT_NO_STATE,         /* a joiner cannot map the state */
     UCT_IBSHARE_FAULT_LAST
 } uct_ibshare_node_fault_t;
 
@@ -130,6 +132,10 @@ void uct_ibshare_node_set_fault(uct_ibshare_node_t *node, unsigned fault);
  * the group's shared context and may still write into it.
  */
 void uct_ibshare_node_set_mode(uct_ibshare_node_t *node, uint32_t mode);
+
+/* The slices retired now (held by shared-mode members that were killed and
+ * not yet reclaimed), or -1 when this member cannot read the state */
+int uct_ibshare_node_slices_retired(uct_ibshare_node_t *node);
 
 /* Publish this member's registration counters for ibshare_info */
 void uct_ibshare_node_set_counters(uct_ibshare_node_t *node,

@@ -207,6 +207,10 @@ uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node);
 /* With the SERVER byte held: replace a stale socket by ours, listen */
 ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node);
 
+/* Serving ends (we leave, or the serving thread failed): the socket goes,
+ * then the SERVER byte, so that another member takes over */
+void uct_ibshare_node_stop_serving(uct_ibshare_node_t *node);
+
 /* The member's thread: serves, or waits to take over */
 ucs_status_t uct_ibshare_node_thread_start(uct_ibshare_node_t *node);
 void uct_ibshare_node_thread_stop(uct_ibshare_node_t *node);

@@ -39,6 +39,8 @@ const char *uct_ibshare_node_fault_names[] = {
     [UCT_IBSHARE_FAULT_GARBAGE]     = "garbage",
     [UCT_IBSHARE_FAULT_TRUNCATED]   = "truncated",
     [UCT_IBSHARE_FAULT_IMPORT_FAIL] = "import_fail",
+    [UCT_IBSHARE_FAULT_POLL_FAIL]   = "poll_fail",
+    [UCT_IBSHARE_FAULT_NO_STATE]    = "no_state",
     [UCT_IBSHARE_FAULT_LAST]        = NULL
 };
 
@@ -63,7 +65,8 @@ unsigned uct_ibshare_node_fault_take(uct_ibshare_node_t *node,
     }
     if ((fault == UCT_IBSHARE_FAULT_STALL) ||
         (fault == UCT_IBSHARE_FAULT_GARBAGE) ||
-        (fault == UCT_IBSHARE_FAULT_TRUNCATED)) {
+        (fault == UCT_IBSHARE_FAULT_TRUNCATED) ||
+        (fault == UCT_IBSHARE_FAULT_POLL_FAIL)) {
         return __atomic_compare_exchange_n(&node->fault, &expected,
                                            UCT_IBSHARE_FAULT_NONE, 0,
                                            __ATOMIC_RELAXED,
@@ -137,6 +140,24 @@ static int uct_ibshare_node_slice_retired(const uct_ibshare_node_t *node,
     return (__atomic_load_n(&rec->pid, __ATOMIC_ACQUIRE) != 0) &&
            (__atomic_load_n(&rec->mode, __ATOMIC_ACQUIRE) ==
             UCT_IBSHARE_GROUP_SHARED);
+}
+
+int uct_ibshare_node_slices_retired(uct_ibshare_node_t *node)
+{
+    uint32_t slice;
+    int count = 0;
+
+    if (node->state == NULL) {
+        return -1;
+    }
+    for (slice = 0; slice < node->desc.num_slices; ++slice) {
+        count += (slice != node->record) &&
+                 (uct_ibshare_lock_test(node->lock_fd,
+                                        UCT_IBSHARE_LOCK_RECORD0 + slice) ==
+                  0) &&
+                 uct_ibshare_node_slice_retired(node, slice);
+    }
+    return count;
 }
 
 uint32_t uct_ibshare_node_pick_slice(uct_ibshare_node_t *node)
@@ -491,13 +512,14 @@ out_close:
     uct_ibshare_node_conn_close(conn);
 }
 
-/* One round of serving; returns 1 when asked to stop */
+/* One round of serving; returns 1 when asked to stop, -1 when serving
+ * cannot go on (logged) */
 static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
 {
     struct pollfd pfds[2 + UCT_IBSHARE_NODE_MAX_CONNS];
     uct_ibshare_node_conn_t *index[UCT_IBSHARE_NODE_MAX_CONNS];
     uct_ibshare_node_conn_t *conn;
-    int timeout = -1, ms;
+    int timeout = -1, ms, ret;
     unsigned n = 2, i;
     ucs_time_t now;
 
@@ -529,9 +551,19 @@ static int uct_ibshare_node_serve(uct_ibshare_node_t *node)
                   ucs_min(timeout, UCT_IBSHARE_NODE_RECLAIM_MS);
     }
 
-    if ((poll(pfds, n, timeout) < 0) && (errno != EINTR)) {
-        ucs_error("%s: poll() failed: %m", node->sock_path);
-        return 1;
+    ret = poll(pfds, n, timeout);
+    if (uct_ibshare_node_fault_take(node, UCT_IBSHARE_FAULT_POLL_FAIL)) {
+        ret   = -1;
+        errno = EINVAL;
+    }
+    if (ret < 0) {
+        if ((errno == EINTR) || (errno == EAGAIN)) {
+            return 0;
+        }
+        ucs_error("%s: the serving thread's poll() failed: %m; pid %d stops "
+                  "serving the group, another member takes over",
+                  node->sock_path, (int)getpid());
+        return -1;
     }
 
     if (pfds[0].revents) {
@@ -592,6 +624,33 @@ ucs_status_t uct_ibshare_node_take_over(uct_ibshare_node_t *node)
     return UCS_OK;
 }
 
+void uct_ibshare_node_stop_serving(uct_ibshare_node_t *node)
+{
+    if (!node->serving) {
+        return;
+    }
+    uct_ibshare_node_fork_lock();
+    ucs_close_fd(&node->listen_fd);
+    uct_ibshare_node_fork_unlock();
+    /* We still hold the SERVER byte: the socket is ours to remove */
+    unlinkat(node->dir_fd, node->sock_name, 0);
+    if (node->state != NULL) {
+        __atomic_store_n(&node->state->server_pid, 0, __ATOMIC_RELAXED);
+    }
+    uct_ibshare_lock_release(node->lock_fd, UCT_IBSHARE_LOCK_SERVER);
+    node->serving = 0;
+}
+
+static void uct_ibshare_node_close_conns(uct_ibshare_node_t *node)
+{
+    uct_ibshare_node_conn_t *conn;
+
+    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
+         ++conn) {
+        uct_ibshare_node_conn_close(conn);
+    }
+}
+
 /* 1 if stop was asked, after waiting at most ms */
 static int uct_ibshare_node_wait_stop(uct_ibshare_node_t *node, int ms)
 {
@@ -603,7 +662,7 @@ static int uct_ibshare_node_wait_stop(uct_ibshare_node_t *node, int ms)
 static void *uct_ibshare_node_thread(void *arg)
 {
     uct_ibshare_node_t *node = arg;
-    uct_ibshare_node_conn_t *conn;
+    int ret;
 
     for (;;) {
         if (!node->serving) {
@@ -626,15 +685,20 @@ static void *uct_ibshare_node_thread(void *arg)
                                            UCT_IBSHARE_NODE_TAKEOVER_MS)) {
                 break;
             }
-        } else if (uct_ibshare_node_serve(node)) {
+        } else if ((ret = uct_ibshare_node_serve(node)) > 0) {
             break;
+        } else if (ret < 0) {
+            /* Joiners find no socket and ask again until a member takes
+             * over; we try again only after the others had their chance */
+            uct_ibshare_node_close_conns(node);
+            uct_ibshare_node_stop_serving(node);
+            if (uct_ibshare_node_wait_stop(node, 1000)) {
+                break;
+            }
         }
     }
 
-    for (conn = node->conns; conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS;
-         ++conn) {
-        uct_ibshare_node_conn_close(conn);
-    }
+    uct_ibshare_node_close_conns(node);
     if (node->conns_dropped > 0) {
         ucs_warn("%s: %lu connections were dropped in all while %d waited "
                  "for their join message (%lu since the last warning)",

@@ -564,7 +564,9 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
     uct_ibshare_found_arg_t found = {res, params};
     uct_ibshare_node_params_t node_params;
     uct_ibshare_node_member_t member;
+    char retired_str[128];
     ucs_status_t status;
+    int retired;
 
     /* The descriptor's GUID (uct_ibshare_group_create): a server of
      * another device is not our group's */
@@ -600,10 +602,21 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
     uct_ibshare_node_set_mode(res->node, res->mode);
 
     if (member.desc.slice == UCT_IBSHARE_DESC_NO_SLICE) {
+        /* Under churn the pool runs out as killed members' slices stay
+         * retired: say how many, the admin's cue (README, doc) */
+        retired = uct_ibshare_node_slices_retired(res->node);
+        retired_str[0] = '\0';
+        if (retired > 0) {
+            ucs_snprintf_zero(retired_str, sizeof(retired_str),
+                              ", %d of them retired: held by members killed "
+                              "in shared mode, whose objects were not "
+                              "reclaimed", retired);
+        }
         ucs_warn("%s: no free slice in the node pool (%u slices of %zu "
-                 "bytes); this rank uses private resources (see "
+                 "bytes%s); this rank uses private resources (see "
                  "UCX_IBSHARE_POOL_SIZE)", res->dev_name,
-                 member.desc.num_slices, (size_t)member.desc.slice_size);
+                 member.desc.num_slices, (size_t)member.desc.slice_size,
+                 retired_str);
         status = UCS_ERR_NO_ELEM; /* warned already */
         goto err_leave;
     }

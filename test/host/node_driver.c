@@ -15,6 +15,9 @@
  *     -H FIFO    after joining, wait for EOF before leaving (hold)
  *     -R FIFO    also write the lines to FIFO (the script's barrier)
  *     -G GUID    port GUID, hex (0123456789abcdef), in params and desc
+ *     -M         publish the group's mode as this member's, as the
+ *                transport does before its first QP (killed in shared
+ *                mode, its slice is then retired)
  *     -P sleep   after joining, fork a child that only sleeps (600 s);
  *                prints "forked pid=<child>"
  *     -P leave   after joining, fork a child that leaves the group, closes
@@ -22,7 +25,8 @@
  *                pid=.. last=.. fdleak=..", the parent waits for it and
  *                prints "forked pid=<child> status=<exit status>"
  *   prints "waiting <pid>" (with -S), "joined pid=.. founder=.. slice=..
- *   server=.. mode=.. pattern=<founder pid> cmd=<founder pid>|none fds=ok",
+ *   server=.. mode=.. pattern=<founder pid> cmd=<founder pid>|none fds=ok
+ *   retired=<slices retired, -1 without the state>",
  *   "armed <pid>" (with -A) and "left pid=.. last=0|1 slice_ok=1 fdleak=0".
  *   Exit 0, or 1 if joining failed, 2 if a check failed.
  *
@@ -329,7 +333,7 @@ static int cmd_join(int argc, char **argv)
     unsigned arm_fault = UCT_IBSHARE_FAULT_NONE;
     int start_fd, arm_fd, hold_fd, pool_fd, cmd_fd;
     int pattern, cmd_pattern = -1, leak = 0, slice_ok = 1, last, fds_ok;
-    int have_counters = 0, fork_ok = 1, opt;
+    int have_counters = 0, fork_ok = 1, publish_mode = 0, opt;
     ucs_status_t status;
     driver_t d;
     uint32_t value;
@@ -346,7 +350,7 @@ static int cmd_join(int argc, char **argv)
     params.timeout     = 10;
 
     while ((opt = getopt(argc, argv,
-                         "d:k:D:t:m:n:c:f:F:C:S:A:H:R:G:P:")) != -1) {
+                         "d:k:D:t:m:n:c:f:F:C:S:A:H:R:G:P:M")) != -1) {
         switch (opt) {
         case 'd': params.runtime_dir = optarg; break;
         case 'k': d.job_key = optarg; break;
@@ -366,6 +370,7 @@ static int cmd_join(int argc, char **argv)
         case 'H': hold = optarg; break;
         case 'R': ready = optarg; break;
         case 'G': d.port_guid = strtoull(optarg, NULL, 16); break;
+        case 'M': publish_mode = 1; break;
         case 'P':
             if (strcmp(optarg, "sleep") && strcmp(optarg, "leave")) {
                 fprintf(stderr, "node_driver: -P sleep|leave, not '%s'\n",
@@ -445,13 +450,16 @@ static int cmd_join(int argc, char **argv)
         uct_ibshare_node_set_counters(node, counters[0], counters[1],
                                       counters[2]);
     }
+    if (publish_mode) {
+        uct_ibshare_node_set_mode(node, member.desc.mode);
+    }
 
     out("joined pid=%d founder=%d slice=%d server=%u mode=%s pattern=%d "
-        "cmd=%d fds=%s", (int)getpid(), member.founder,
+        "cmd=%d fds=%s retired=%d", (int)getpid(), member.founder,
         (member.desc.slice == UCT_IBSHARE_DESC_NO_SLICE) ? -1 :
         (int)member.desc.slice, member.desc.server_pid,
         uct_ibshare_group_mode_str(member.desc.mode), pattern, cmd_pattern,
-        fds_ok ? "ok" : "BAD");
+        fds_ok ? "ok" : "BAD", uct_ibshare_node_slices_retired(node));
 
     if (fork_how != NULL) {
         fork_ok = fork_child(fork_how, node, pool_fd, cmd_fd, before);
