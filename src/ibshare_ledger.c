@@ -143,7 +143,10 @@ void uct_ibshare_ledger_close(uct_ibshare_ledger_t *ledger)
         ucs_debug("ibshare ledger: %u objects still recorded at close",
                   kh_size(&ledger->index));
     }
-    __atomic_store_n(&ledger->shared->magic, 0, __ATOMIC_RELEASE);
+    /* A fork child's close leaves the parent's ledger as it is */
+    if (ledger->shared->pid == (uint32_t)getpid()) {
+        __atomic_store_n(&ledger->shared->magic, 0, __ATOMIC_RELEASE);
+    }
     kh_destroy_inplace(uct_ibshare_ledger_index, &ledger->index);
     pthread_mutex_destroy(&ledger->lock);
     ucs_free(ledger->free);

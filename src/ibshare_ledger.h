@@ -65,7 +65,8 @@ size_t uct_ibshare_ledger_size(size_t slice_size);
 ucs_status_t uct_ibshare_ledger_open(void *address, size_t size,
                                      uct_ibshare_ledger_t **ledger_p);
 
-/* Every object it records must be gone (the ledger is marked empty) */
+/* Every object it records must be gone (the ledger is marked empty); in a
+ * fork child, only the child's memory goes */
 void uct_ibshare_ledger_close(uct_ibshare_ledger_t *ledger);
 
 /* An object this process created on the shared file; thread safe. A NULL

@@ -124,6 +124,10 @@ int uct_ibshare_resources_dereg_mr(uct_ibshare_resources_t *res,
     uint32_t handle = mr->handle;
     int ret;
 
+    if (!uct_ibshare_resources_owned(res)) {
+        return 0; /* the parent's MR: see uct_ibshare_resources_owned */
+    }
+
     uct_ibshare_resources_untrack(res, UCT_IBSHARE_OBJ_MR, handle);
     ret = ibv_dereg_mr(mr);
     if (ret != 0) {
@@ -503,6 +507,7 @@ static void uct_ibshare_resources_release(uct_ibshare_resources_t *res,
                                           int last_member)
 {
     int destroy;
+    int owned = uct_ibshare_resources_owned(res);
 
     if (res->has_slice) {
         uct_ibshare_slice_cleanup(&res->slice);
@@ -511,8 +516,10 @@ static void uct_ibshare_resources_release(uct_ibshare_resources_t *res,
     uct_ibshare_ledger_close(res->ledger);
     res->ledger = NULL;
 
-    /* Objects of our own go with us; shared ones only with the last member */
-    destroy = (res->mode != UCT_IBSHARE_GROUP_SHARED) || last_member;
+    /* Objects of our own go with us; shared ones only with the last member;
+     * in a fork child, none: they are the parent's */
+    destroy = owned &&
+              ((res->mode != UCT_IBSHARE_GROUP_SHARED) || last_member);
     uct_ibshare_import_release(res->dev_name, res->context, res->pd,
                                res->pool_mr, destroy);
     res->context   = NULL;
@@ -688,8 +695,9 @@ uct_ibshare_resources_get(const char *dev_name,
         goto out;
     }
 
-    res->refcount = 1;
-    res->pool_fd  = -1;
+    res->refcount  = 1;
+    res->pool_fd   = -1;
+    res->owner_pid = getpid();
     ucs_strncpy_zero(res->dev_name, dev_name, sizeof(res->dev_name));
     pthread_mutex_init(&res->lock, NULL);
 

@@ -20,6 +20,7 @@
 #include <ucs/config/types.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <unistd.h>
 
 
 typedef enum {
@@ -53,6 +54,7 @@ typedef struct uct_ibshare_resources {
     uint32_t                  mode;           /* 0: private, or
                                                  uct_ibshare_group_mode_t */
     pthread_mutex_t           lock;           /* slice, counters */
+    pid_t                     owner_pid;      /* made the verbs objects */
 
     struct ibv_context        *context;
     struct ibv_pd             *pd;
@@ -132,6 +134,20 @@ uct_ibshare_resources_covers(const uct_ibshare_resources_t *res,
 }
 
 /*
+ * Whether this process made the verbs objects of res. A fork child inherits
+ * the device's file, and a destroy from it destroys the parent's object (the
+ * kernel's ioctl interface takes any holder of the file), so a close in the
+ * child only drops its own memory: no destroy, no post, no write to the
+ * node's shared state (UCX's rcache does the same after fork). Teardown
+ * paths only: getpid() is a system call.
+ */
+static inline int
+uct_ibshare_resources_owned(const uct_ibshare_resources_t *res)
+{
+    return res->owner_pid == getpid();
+}
+
+/*
  * Every verbs object the rank creates on the device (QP, CQ, SRQ, AH, MR),
  * once it exists, and before it is destroyed: in shared mode the ledger
  * records it (see ibshare_ledger.h). The PD and the pool MR are the
@@ -141,14 +157,18 @@ static inline void
 uct_ibshare_resources_track(const uct_ibshare_resources_t *res,
                             uct_ibshare_obj_type_t type, uint32_t handle)
 {
-    uct_ibshare_ledger_add(res->ledger, type, handle);
+    if ((res->ledger != NULL) && uct_ibshare_resources_owned(res)) {
+        uct_ibshare_ledger_add(res->ledger, type, handle);
+    }
 }
 
 static inline void
 uct_ibshare_resources_untrack(const uct_ibshare_resources_t *res,
                               uct_ibshare_obj_type_t type, uint32_t handle)
 {
-    uct_ibshare_ledger_remove(res->ledger, type, handle);
+    if ((res->ledger != NULL) && uct_ibshare_resources_owned(res)) {
+        uct_ibshare_ledger_remove(res->ledger, type, handle);
+    }
 }
 
 /* ibv_reg_mr with the counters kept; iova != address for pool memory */

@@ -336,6 +336,10 @@ static ucs_status_t uct_rc_share_conn_send(uct_rc_share_iface_t *iface,
     void *buf;
     int ret;
 
+    if (!uct_ibshare_resources_owned(iface->md->res)) {
+        /* A fork child closing what it inherited: the QP is the parent's */
+        return UCS_ERR_CANCELED;
+    }
     if (ci->tx_available == 0) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -1581,11 +1585,13 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
 {
     uct_rc_share_iface_t *iface = conn->iface;
     ucs_async_context_t *async  = uct_rc_share_conn_async(iface);
+    int owned;
 
     /* What the owner posted completes to nobody; a NOP reports the
      * unsignaled tail, so that the queue can become idle */
     uct_rc_share_txq_detach(&conn->txq);
-    if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+    owned = uct_ibshare_resources_owned(iface->md->res);
+    if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) && owned) {
         (void)uct_rc_share_txq_report_tail(&conn->txq);
     }
 
@@ -1628,7 +1634,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
         conn->next_idle_check = ucs_get_time();
     }
     if (!uct_rc_share_txq_idle(&conn->txq) &&
-        !uct_rc_share_conn_peer_uses(conn)) {
+        !uct_rc_share_conn_peer_uses(conn) && owned) {
         /* Nobody sends on it any more: flush what is in flight */
         uct_rc_share_qp_set_error(conn->txq.qp);
     }

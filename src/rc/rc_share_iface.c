@@ -1308,10 +1308,17 @@ err:
 static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_iface_t)
 {
     const uct_rc_share_counters_t *c = &self->counters;
+    uct_rc_share_ep_t *ep, *tmp;
 
+    /* The endpoints go first, with the iface they need (as UCX's tcp iface
+     * does): their connections, then every QP, stop before the buffers
+     * that the device could still write go (iface_release) */
     if (!ucs_list_is_empty(&self->ep_list)) {
-        ucs_warn("rc_share iface %p closed with %zu endpoints still open",
-                 self, ucs_list_length(&self->ep_list));
+        ucs_warn("rc_share iface %p closed with %zu endpoints still open; "
+                 "destroying them", self, ucs_list_length(&self->ep_list));
+        ucs_list_for_each_safe(ep, tmp, &self->ep_list, list) {
+            uct_rc_share_ep_destroy(&ep->super.super);
+        }
     }
 
     ucs_info("rc_share %s:%d: sent %" PRIu64 " AM (%" PRIu64 " bytes), %"

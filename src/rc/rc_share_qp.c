@@ -33,8 +33,17 @@ static void uct_rc_share_ah_track(uct_rc_share_iface_t *iface,
     }
 }
 
+/* A fork child destroys nothing: see uct_ibshare_resources_owned */
+static int uct_rc_share_qp_owned(const uct_rc_share_iface_t *iface)
+{
+    return uct_ibshare_resources_owned(iface->md->res);
+}
+
 void uct_rc_share_ah_destroy(uct_rc_share_iface_t *iface, struct ibv_ah *ah)
 {
+    if (!uct_rc_share_qp_owned(iface)) {
+        return;
+    }
     if (ah->handle != 0) {
         uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_AH,
                                       ah->handle);
@@ -47,6 +56,9 @@ void uct_rc_share_ah_destroy(uct_rc_share_iface_t *iface, struct ibv_ah *ah)
 
 void uct_rc_share_qp_destroy(uct_rc_share_iface_t *iface, struct ibv_qp *qp)
 {
+    if (!uct_rc_share_qp_owned(iface)) {
+        return;
+    }
     uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_QP,
                                   qp->handle);
     if (ibv_destroy_qp(qp) != 0) {
@@ -70,6 +82,9 @@ struct ibv_cq *uct_rc_share_cq_create(uct_rc_share_iface_t *iface, int cqe,
 
 void uct_rc_share_cq_destroy(uct_rc_share_iface_t *iface, struct ibv_cq *cq)
 {
+    if (!uct_rc_share_qp_owned(iface)) {
+        return;
+    }
     uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_CQ,
                                   cq->handle);
     if (ibv_destroy_cq(cq) != 0) {
@@ -98,6 +113,9 @@ struct ibv_srq *uct_rc_share_srq_create(uct_rc_share_iface_t *iface,
 void uct_rc_share_srq_destroy(uct_rc_share_iface_t *iface,
                               struct ibv_srq *srq)
 {
+    if (!uct_rc_share_qp_owned(iface)) {
+        return;
+    }
     uct_ibshare_resources_untrack(iface->md->res, UCT_IBSHARE_OBJ_SRQ,
                                   srq->handle);
     if (ibv_destroy_srq(srq) != 0) {

@@ -43,6 +43,15 @@
  *       Two ifaces of this process connect to each other ROUNDS times at
  *       about the same time (random delays, either first), exchange a
  *       message each way, flush and destroy both endpoints.
+ *   conn_check DEVICE fork COUNT
+ *       Two ifaces of this process exchange COUNT messages each way; a fork
+ *       child closes everything it inherited and exits; then the parent
+ *       exchanges COUNT more each way (issue 21 item 3).
+ *   conn_check DEVICE iface_first COUNT
+ *       Two ifaces exchange COUNT messages each way; with COUNT more in
+ *       flight, one iface closes with its endpoint open (it goes with the
+ *       iface); the other side lives on (issue 21 item 4, under ASan in
+ *       test/guest/sanitizers.sh).
  */
 #include "guest_util.h"
 
@@ -876,6 +885,142 @@ static int simul(unsigned rounds)
     return guest_failures ? 1 : 0;
 }
 
+/* ------------------------------------------------------------ teardown */
+
+static size_t pack_payload(void *dest, void *arg)
+{
+    memset(dest, 0x5a, 512);
+    return 512;
+}
+
+/* count 512-byte bcopy AMs each way (their buffers and the receiver's are
+ * in the slice, under its MR), every one arrived and flushed */
+static int exchange(node_t *a, node_t *b, uct_ep_h ab, uct_ep_h ba,
+                    unsigned count)
+{
+    double end = now() + DEADLINE_S;
+    unsigned i;
+    ssize_t len;
+
+    a->received = b->received = 0;
+    for (i = 0; i < 2 * count; ++i) {
+        do {
+            len = uct_ep_am_bcopy((i & 1) ? ba : ab, AM_SINK, pack_payload,
+                                  NULL, 0);
+            progress_for(a, b, 0);
+        } while ((len == UCS_ERR_NO_RESOURCE) && (now() < end) &&
+                 (a->errors + b->errors == 0));
+        if (len != 512) {
+            fprintf(stderr, "conn_check: am_bcopy %u: %s\n", i,
+                    ucs_status_string((ucs_status_t)ucs_min(len, 0)));
+            return -1;
+        }
+    }
+    while (((a->received < count) || (b->received < count)) &&
+           (now() < end) && (a->errors + b->errors == 0)) {
+        progress_for(a, b, 0);
+    }
+    return ((a->received == count) && (b->received == count) &&
+            (flush_ep(a, ab) == 0) && (flush_ep(b, ba) == 0)) ? 0 : -1;
+}
+
+/*
+ * Issue 21 item 3: a fork child that closes everything it inherited (its
+ * endpoints, ifaces and md: Python's multiprocessing, a library that
+ * re-initialises after fork) must leave the parent's verbs objects alone:
+ * the parent goes on exchanging messages afterwards.
+ */
+static int fork_close(unsigned count)
+{
+    node_t a, b;
+    uct_ep_h ab, ba;
+    int status;
+    pid_t pid;
+
+    snprintf(guest_name, sizeof(guest_name), "teardown fork");
+    node_open(&a);
+    node_open(&b);
+    uct_iface_set_am_handler(a.iface, AM_SINK, simul_recv, &a, 0);
+    uct_iface_set_am_handler(b.iface, AM_SINK, simul_recv, &b, 0);
+    ab = ep_create(&a, &b.addr);
+    ba = ep_create(&b, &a.addr);
+    if ((ab == NULL) || (ba == NULL)) {
+        DIE("cannot create the endpoints");
+    }
+    CHECK(exchange(&a, &b, ab, ba, count) == 0,
+          "before the fork: %u messages each way", count);
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        uct_ep_destroy(ab);
+        uct_ep_destroy(ba);
+        node_close(&a);
+        node_close(&b);
+        uct_md_close(md);
+        _exit(0);
+    }
+    CHECK((pid > 0) && (waitpid(pid, &status, 0) == pid) &&
+          WIFEXITED(status) && (WEXITSTATUS(status) == 0),
+          "the child closed its endpoints, ifaces and md and exited 0");
+
+    CHECK(exchange(&a, &b, ab, ba, count) == 0,
+          "after the child closed everything: %u messages each way, flushed "
+          "(endpoint errors %u, %u)", count, a.errors, b.errors);
+    uct_ep_destroy(ab);
+    uct_ep_destroy(ba);
+    node_close(&a);
+    node_close(&b);
+    return guest_failures ? 1 : 0;
+}
+
+/*
+ * Issue 21 item 4: the iface closed before its endpoints, with messages in
+ * flight both ways: its endpoints go with it, and its QPs stop before its
+ * buffers go (the sanitizers test runs this under ASan). The other side
+ * sees its peer vanish, and lives.
+ */
+static int iface_first(unsigned count)
+{
+    node_t a, b;
+    uct_ep_h ab, ba;
+    unsigned i;
+
+    snprintf(guest_name, sizeof(guest_name), "teardown iface_first");
+    node_open(&a);
+    node_open(&b);
+    uct_iface_set_am_handler(a.iface, AM_SINK, simul_recv, &a, 0);
+    uct_iface_set_am_handler(b.iface, AM_SINK, simul_recv, &b, 0);
+    ab = ep_create(&a, &b.addr);
+    ba = ep_create(&b, &a.addr);
+    if ((ab == NULL) || (ba == NULL)) {
+        DIE("cannot create the endpoints");
+    }
+    CHECK(exchange(&a, &b, ab, ba, count) == 0, "%u messages each way",
+          count);
+
+    /* In flight, not waited for: as many as the endpoints take */
+    for (i = 0; i < count; ++i) {
+        (void)uct_ep_am_bcopy(ab, AM_SINK, pack_payload, NULL, 0);
+        (void)uct_ep_am_bcopy(ba, AM_SINK, pack_payload, NULL, 0);
+    }
+    uct_worker_progress(b.worker);
+
+    /* The iface takes its endpoints with it (as UCX's tcp iface does): ab
+     * is not the user's to destroy afterwards */
+    uct_iface_close(a.iface);
+    uct_worker_destroy(a.worker);
+    ucs_async_context_destroy(a.async);
+    progress_for(&b, &b, 0.5);
+    CHECK(1, "iface a closed with its endpoint open and messages in flight");
+
+    progress_for(&b, &b, 0.5);
+    uct_ep_destroy(ba);
+    node_close(&b);
+    CHECK(1, "the other side lived on and closed in order");
+    return guest_failures ? 1 : 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 /* The md is the device, the iface its port: rxe0 of rxe0:1 */
@@ -905,7 +1050,8 @@ int main(int argc, char **argv)
 
     if (argc < 3) {
         fprintf(stderr, "usage: conn_check DEVICE "
-                "target|ping|kill|group|churn|burst|simul ARGS...\n");
+                "target|ping|kill|group|churn|burst|simul|fork|iface_first "
+                "ARGS...\n");
         return 2;
     }
     dev_name = argv[1];
@@ -933,6 +1079,10 @@ int main(int argc, char **argv)
         ret = burst(argv[3], atoi(argv[4]));
     } else if (!strcmp(mode, "simul") && (argc == 4)) {
         ret = simul(atoi(argv[3]));
+    } else if (!strcmp(mode, "fork") && (argc == 4)) {
+        ret = fork_close(atoi(argv[3]));
+    } else if (!strcmp(mode, "iface_first") && (argc == 4)) {
+        ret = iface_first(atoi(argv[3]));
     } else {
         fprintf(stderr, "conn_check: bad arguments for %s\n", mode);
         ret = 2;

@@ -4,8 +4,10 @@
 # ucx_perftest pairs on rxe0:1 in one guest boot: UCP tag matching (polling
 # and -E sleep), put and get over rc_share, and UCT active messages, put, get
 # and atomics. Both processes of a pair join one node group, so the node
-# bootstrap runs under the sanitizers too. Every pair completes, and neither
-# sanitizer reports anything (leaks included) in any process.
+# bootstrap runs under the sanitizers too; and an iface closed with its
+# endpoint open and messages in flight (issue 21 item 4: conn_check
+# iface_first). Every pair completes, and neither sanitizer reports anything
+# (leaks included) in any process.
 #
 # The script runs itself in the guest (--guest OUTDIR PRELOAD), which only
 # runs the pairs; the checks run here.
@@ -63,6 +65,12 @@ WRAPPER
     cases | while read -r name args; do
         echo "$name $args -n $iters -w $warmup"
     done | perf_pairs "$out" 20500
+    # Issue 21 item 4: an iface closed with its endpoint open and messages
+    # in flight (test/guest/conn_check.c)
+    LD_PRELOAD="$2 $IBSHARE_PRELOAD" \
+        "$IBSHARE_BUILDDIR/test/guest/conn_check" rxe0:1 iface_first 200 \
+        > "$out/iface_first.cli" 2>&1
+    echo $? > "$out/iface_first.rc"
 }
 
 if [ "${1:-}" = --guest ]; then
@@ -106,6 +114,12 @@ while read -r name args; do
  $done_iters of $iters iterations" \
         test "$crc" = 0 -a "$src" = 0 -a "${done_iters:-0}" -eq "$iters"
 done < "$tmpdir/cases"
+
+grep -E '^(ok|FAIL)' "$tmpdir/iface_first.cli" 2>/dev/null
+check "an iface closed with its endpoint open, messages in flight (issue 21\
+ item 4): the process ends cleanly (status $(cat "$tmpdir/iface_first.rc"\
+ 2>/dev/null))" sh -c "test \"\$(cat '$tmpdir/iface_first.rc')\" = 0 &&
+    grep -q '^ok: .*the other side lived on' '$tmpdir/iface_first.cli'"
 
 # In their log files, or (UBSan in a combined runtime) on stderr
 reports=$(ls "$tmpdir"/report.* 2>/dev/null;
