@@ -450,13 +450,9 @@ static int client(void)
 
     /* Every put arrived: the last value comes back */
     op_get8(&r);
-    if (r.got != r.value) {
-        fprintf(stderr, "rma_lat: the last put wrote %llu, a get read %llu\n",
-                (unsigned long long)r.value, (unsigned long long)r.got);
+    if (!last_value_back(r.value, r.got)) {
         return 1;
     }
-    printf("ok: the last put's value (%llu) came back\n",
-           (unsigned long long)r.value);
 
     ucp_rkey_destroy(r.rkey);
     sock_full(fd, &done, 1, 1);
@@ -471,6 +467,18 @@ static int client(void)
     ucp_worker_destroy(worker);
     ucp_cleanup(context);
     return 0;
+}
+
+int last_value_back(uint64_t put, uint64_t got)
+{
+    if (got != put) {
+        fprintf(stderr, "rma_lat: the last put wrote %llu, a get read %llu\n",
+                (unsigned long long)put, (unsigned long long)got);
+        return 0;
+    }
+    printf("ok: the last put's value (%llu) came back\n",
+           (unsigned long long)put);
+    return 1;
 }
 
 static long parse_count(const char *s, long max)

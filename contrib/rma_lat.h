@@ -9,6 +9,7 @@
 #include <ucs/type/status.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define RMA_LAT_MAX_BATCHES 1000
 
@@ -37,6 +38,10 @@ void *blob_recv(int fd, size_t *len_p);
 /* Times OP(ARG) in batches and prints its line, if -o selects NAME; one
  * call of OP does PER_CALL operations */
 void run_op(const char *name, void (*op)(void*), void *arg, long per_call);
+
+/* Whether a get read back the last put's value: prints "ok: ..." (the
+ * scripts' check) or the mismatch */
+int last_value_back(uint64_t put, uint64_t got);
 
 int uct_server(void);
 int uct_client(void);

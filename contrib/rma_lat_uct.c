@@ -436,13 +436,9 @@ int uct_client(void)
     put8(&r);
     iface_flush_polled(&side);
     op_get8_bcopy(&r);
-    if (r.got != r.value) {
-        fprintf(stderr, "rma_lat: the last put wrote %llu, a get read %llu\n",
-                (unsigned long long)r.value, (unsigned long long)r.got);
+    if (!last_value_back(r.value, r.got)) {
         return 1;
     }
-    printf("ok: the last put's value (%llu) came back\n",
-           (unsigned long long)r.value);
 
     sock_full(fd, &byte, 1, 1);
     sock_full(fd, &byte, 1, 0);

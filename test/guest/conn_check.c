@@ -924,6 +924,21 @@ static int exchange(node_t *a, node_t *b, uct_ep_h ab, uct_ep_h ba,
             (flush_ep(a, ab) == 0) && (flush_ep(b, ba) == 0)) ? 0 : -1;
 }
 
+/* Two ifaces of this process that count each other's sink messages, and an
+ * endpoint each way */
+static void pair_open(node_t *a, node_t *b, uct_ep_h *ab, uct_ep_h *ba)
+{
+    node_open(a);
+    node_open(b);
+    uct_iface_set_am_handler(a->iface, AM_SINK, simul_recv, a, 0);
+    uct_iface_set_am_handler(b->iface, AM_SINK, simul_recv, b, 0);
+    *ab = ep_create(a, &b->addr);
+    *ba = ep_create(b, &a->addr);
+    if ((*ab == NULL) || (*ba == NULL)) {
+        DIE("cannot create the endpoints");
+    }
+}
+
 /*
  * Issue 21 item 3: a fork child that closes everything it inherited (its
  * endpoints, ifaces and md: Python's multiprocessing, a library that
@@ -938,15 +953,7 @@ static int fork_close(unsigned count)
     pid_t pid;
 
     snprintf(guest_name, sizeof(guest_name), "teardown fork");
-    node_open(&a);
-    node_open(&b);
-    uct_iface_set_am_handler(a.iface, AM_SINK, simul_recv, &a, 0);
-    uct_iface_set_am_handler(b.iface, AM_SINK, simul_recv, &b, 0);
-    ab = ep_create(&a, &b.addr);
-    ba = ep_create(&b, &a.addr);
-    if ((ab == NULL) || (ba == NULL)) {
-        DIE("cannot create the endpoints");
-    }
+    pair_open(&a, &b, &ab, &ba);
     CHECK(exchange(&a, &b, ab, ba, count) == 0,
           "before the fork: %u messages each way", count);
 
@@ -987,15 +994,7 @@ static int iface_first(unsigned count)
     unsigned i;
 
     snprintf(guest_name, sizeof(guest_name), "teardown iface_first");
-    node_open(&a);
-    node_open(&b);
-    uct_iface_set_am_handler(a.iface, AM_SINK, simul_recv, &a, 0);
-    uct_iface_set_am_handler(b.iface, AM_SINK, simul_recv, &b, 0);
-    ab = ep_create(&a, &b.addr);
-    ba = ep_create(&b, &a.addr);
-    if ((ab == NULL) || (ba == NULL)) {
-        DIE("cannot create the endpoints");
-    }
+    pair_open(&a, &b, &ab, &ba);
     CHECK(exchange(&a, &b, ab, ba, count) == 0, "%u messages each way",
           count);
 
