@@ -564,6 +564,21 @@ static void uct_ibshare_md_close(uct_md_h uct_md)
 {
     uct_ibshare_md_t *md = ucs_derived_of(uct_md, uct_ibshare_md_t);
 
+    if ((md->res != NULL) && !uct_ibshare_resources_owned(md->res)) {
+        /*
+         * A fork child leaves the md as it found it. UCX takes an rcache
+         * down through its async thread's handler table, which the child
+         * has in whatever state the parent's thread left it at the fork
+         * (a lock held: the destroy waited forever), and the rcache, whose
+         * memory hooks stay, calls back into the md and its resources.
+         * They are the child's memory, gone with it; nothing here is the
+         * child's to destroy (see uct_ibshare_resources_owned).
+         */
+        ucs_debug("%s: md %p closed in a fork child: left as inherited",
+                  md->dev_name, md);
+        return;
+    }
+
     uct_ibshare_md_resources_release(md);
     pthread_mutex_destroy(&md->lock);
     ucs_free(md);

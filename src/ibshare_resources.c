@@ -681,7 +681,9 @@ uct_ibshare_resources_get(const char *dev_name,
 
     pthread_mutex_lock(&uct_ibshare_resources_lock);
     ucs_list_for_each(res, &uct_ibshare_resources_list, list) {
-        if (!strcmp(res->dev_name, dev_name)) {
+        /* A fork child opens its own: those it inherited are the parent's */
+        if (!strcmp(res->dev_name, dev_name) &&
+            uct_ibshare_resources_owned(res)) {
             ++res->refcount;
             *res_p = res;
             status = UCS_OK;

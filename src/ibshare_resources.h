@@ -137,9 +137,12 @@ uct_ibshare_resources_covers(const uct_ibshare_resources_t *res,
  * Whether this process made the verbs objects of res. A fork child inherits
  * the device's file, and a destroy from it destroys the parent's object (the
  * kernel's ioctl interface takes any holder of the file), so a close in the
- * child only drops its own memory: no destroy, no post, no write to the
- * node's shared state (UCX's rcache does the same after fork). Teardown
- * paths only: getpid() is a system call.
+ * child destroys, posts and writes to the node's shared state nothing. Nor
+ * does it enter UCX's async state (handlers, their locks, the epoll set the
+ * child shares with the parent), which is not fork-safe: the ifaces leave
+ * their handlers registered and the md is left as inherited (its rcache
+ * could not be taken down). Open and teardown paths only: getpid() is a
+ * system call.
  */
 static inline int
 uct_ibshare_resources_owned(const uct_ibshare_resources_t *res)

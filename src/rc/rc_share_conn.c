@@ -1595,7 +1595,18 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
         (void)uct_rc_share_txq_report_tail(&conn->txq);
     }
 
-    UCS_ASYNC_BLOCK(async);
+    /*
+     * A fork child closing what it inherited does not touch UCX's async
+     * state, which is not fork-safe: the child has the parent's async
+     * locks (this context's, UCX's global handlers lock) as the parent's
+     * async thread held them at the fork, but not the thread, so taking
+     * one can wait forever; and the child's epoll set is the parent's,
+     * from which removing a handler would take the parent's fds. The child
+     * has one thread: nothing runs beside it.
+     */
+    if (owned) {
+        UCS_ASYNC_BLOCK(async);
+    }
     if (uct_rc_share_conn_owner_waits(conn)) {
         --iface->conn->owners_waiting;
     }
@@ -1640,7 +1651,9 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
     }
     uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_release(conn);
-    UCS_ASYNC_UNBLOCK(async);
+    if (owned) {
+        UCS_ASYNC_UNBLOCK(async);
+    }
 }
 
 uct_rc_share_txq_t *uct_rc_share_conn_txq(uct_rc_share_conn_t *conn)
@@ -1975,6 +1988,12 @@ void uct_rc_share_conn_async_stop(uct_rc_share_iface_t *iface)
 
     if (ci == NULL) {
         return;
+    }
+    if (!uct_ibshare_resources_owned(iface->md->res)) {
+        /* A fork child: see uct_rc_share_conn_close. The handlers stay
+         * registered in the child's copy of UCX's tables */
+        ci->timer_id    = -1;
+        ci->handler_set = 0;
     }
     if (ci->timer_id >= 0) {
         ucs_async_remove_handler(ci->timer_id, 1);
