@@ -1102,14 +1102,21 @@ static ucs_mpool_ops_t uct_rc_share_backlog_mpool_ops = {
 
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
-    /* A fork child's descriptors in flight are the parent's sends, whose
-     * completions are the parent's: not a leak of the child's */
-    int leak_check = uct_ibshare_resources_owned(iface->md->res);
-
     uct_rc_share_conn_async_stop(iface);
+    if (!uct_ibshare_resources_owned(iface->md->res)) {
+        /*
+         * A fork child leaves the queues, connections and buffers as
+         * inherited. The buffers are in the node pool, which it shares
+         * with the parent (MAP_SHARED): returning a descriptor, or
+         * cleaning a memory pool, writes into the parent's free and
+         * in-flight elements (a child's ucs_mpool_cleanup cut the
+         * parent's free lists: 63 descriptors lost per fork).
+         */
+        return;
+    }
     uct_rc_share_conn_iface_cleanup(iface);
     if (iface->backlog_mp.data != NULL) {
-        ucs_mpool_cleanup(&iface->backlog_mp, leak_check);
+        ucs_mpool_cleanup(&iface->backlog_mp, 1);
     }
     if (iface->srq != NULL) {
         uct_rc_share_srq_destroy(iface, iface->srq);
@@ -1119,7 +1126,7 @@ static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
         ucs_mpool_cleanup(&iface->rx_mp, 0);
     }
     if (iface->tx_mp.data != NULL) {
-        ucs_mpool_cleanup(&iface->tx_mp, leak_check);
+        ucs_mpool_cleanup(&iface->tx_mp, 1);
     }
     if (iface->send_cq != NULL) {
         uct_rc_share_cq_destroy(iface, iface->send_cq);
