@@ -184,6 +184,8 @@ typedef struct uct_rc_share_tx_res {
     unsigned                  moderation;   /* unsignaled WRs in a row */
     int                       desc_starved; /* a descriptor was refused;
                                                cleared when one comes back */
+    ucs_mpool_t               flush_mp;     /* flush requests of the
+                                               queues (rc_share_txq.c) */
 } uct_rc_share_tx_res_t;
 
 typedef struct uct_rc_share_iface {

@@ -1115,6 +1115,8 @@ static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
         return;
     }
     uct_rc_share_conn_iface_cleanup(iface);
+    uct_rc_share_tx_res_cleanup(&iface->tx); /* the queues' flushes are
+                                                 back */
     if (iface->backlog_mp.data != NULL) {
         ucs_mpool_cleanup(&iface->backlog_mp, 1);
     }
@@ -1282,6 +1284,11 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         ucs_error("%s: could not post %u receive buffers",
                   md->dev_name, config->rx_queue_len);
         status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    status = uct_rc_share_tx_res_init(&self->tx);
+    if (status != UCS_OK) {
         goto err;
     }
 

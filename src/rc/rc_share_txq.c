@@ -17,6 +17,33 @@ typedef struct uct_rc_share_flush_req {
 } uct_rc_share_flush_req_t;
 
 
+static ucs_mpool_ops_t uct_rc_share_flush_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+/* A flush that waits is a request per ep flush (UCP flushes after every
+ * put that shmem_quiet or MPI_Win_flush waits for): from a pool, not
+ * malloc, as rc_verbs' flush descriptors */
+ucs_status_t uct_rc_share_tx_res_init(uct_rc_share_tx_res_t *res)
+{
+    return uct_ibshare_ucx_mpool_init(&res->flush_mp, 0,
+                                      sizeof(uct_rc_share_flush_req_t), 0,
+                                      UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
+                                      &uct_rc_share_flush_mpool_ops,
+                                      "rc_share_flush");
+}
+
+void uct_rc_share_tx_res_cleanup(uct_rc_share_tx_res_t *res)
+{
+    if (res->flush_mp.data != NULL) {
+        ucs_mpool_cleanup(&res->flush_mp, 1);
+    }
+}
+
 ucs_status_t uct_rc_share_txq_init(uct_rc_share_txq_t *txq,
                                    uct_rc_share_tx_res_t *res,
                                    unsigned qp_len, void *owner)
@@ -312,7 +339,7 @@ ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
 {
     uct_rc_share_flush_req_t *req;
 
-    req = ucs_malloc(sizeof(*req), "rc_share flush");
+    req = ucs_mpool_get_inline(&txq->res->flush_mp);
     if (req == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -338,7 +365,7 @@ void uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq,
         }
         ucs_queue_pull_non_empty(&txq->flush_reqs);
         uct_invoke_completion(req->comp, status);
-        ucs_free(req);
+        ucs_mpool_put_inline(req);
     }
 }
 
@@ -352,7 +379,7 @@ void uct_rc_share_txq_detach(uct_rc_share_txq_t *txq)
     uct_rc_share_txq_backlog_purge(txq, UCS_ERR_CANCELED);
     ucs_queue_for_each_extract(req, &txq->flush_reqs, queue, 1) {
         uct_invoke_completion(req->comp, UCS_ERR_CANCELED);
-        ucs_free(req);
+        ucs_mpool_put_inline(req);
     }
 
     for (sn = txq->completed + 1; sn <= txq->posted; ++sn) {

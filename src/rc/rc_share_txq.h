@@ -74,6 +74,12 @@ static UCS_F_ALWAYS_INLINE uint16_t uct_rc_share_wr_id_sn(uint64_t wr_id)
 }
 
 
+/* What the queues of an iface share beyond the counters: the pool of their
+ * flush requests */
+ucs_status_t uct_rc_share_tx_res_init(uct_rc_share_tx_res_t *res);
+
+void uct_rc_share_tx_res_cleanup(uct_rc_share_tx_res_t *res);
+
 ucs_status_t uct_rc_share_txq_init(uct_rc_share_txq_t *txq,
                                    uct_rc_share_tx_res_t *res,
                                    unsigned qp_len, void *owner);
