@@ -52,9 +52,9 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
 
     {"JOB_KEY", "",
      "Which processes form a node group. Empty: taken from the launcher\n"
-     "(PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID);\n"
-     "a process without any forms a group of its own. At most 127\n"
-     "characters.",
+     "(PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid, SLURM_JOB_ID.SLURM_STEP_ID,\n"
+     "or under MPICH's hydra the pid of the node's hydra_pmi_proxy); a\n"
+     "process without any forms a group of its own. At most 127 characters.",
      ucs_offsetof(uct_ibshare_md_config_t, job_key),
      UCS_CONFIG_TYPE_STRING},
 
@@ -70,8 +70,9 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
     {"POOL_SIZE", "auto",
      "Size of the node pool, a multiple of the slice size: 1 to 4096 slices,\n"
      "at most the node's available memory (MemAvailable). auto: one slice\n"
-     "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE) plus 2 for ranks that\n"
-     "join later, or 16 slices if the launcher does not say.",
+     "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE, or hydra's\n"
+     "MPI_LOCALNRANKS) plus 2 for ranks that join later, or 16 slices if\n"
+     "the launcher does not say.",
      ucs_offsetof(uct_ibshare_md_config_t, pool_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 

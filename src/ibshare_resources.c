@@ -41,10 +41,20 @@ static pthread_mutex_t uct_ibshare_resources_lock = PTHREAD_MUTEX_INITIALIZER;
 static UCS_LIST_HEAD(uct_ibshare_resources_list);
 
 
-/* Job key and local size, first found wins: what each launcher sets */
+/*
+ * Job key and local size, first found wins: what each launcher sets.
+ * MPICH's hydra names no job in the environment; a process it starts has
+ * PMI_FD (or PMI_PORT) and MPI_LOCALNRANKS, and is a child of the job's
+ * hydra_pmi_proxy on the node, one per job and node: the proxy's pid is
+ * the key (a rank that a wrapper starts has the wrapper as its parent, and
+ * then forms a group of its own, as before).
+ */
 static void uct_ibshare_job_from_env(uct_ibshare_share_params_t *params)
 {
     const char *slurm_job, *slurm_step, *value;
+    int hydra = ((getenv("PMI_FD") != NULL) ||
+                 (getenv("PMI_PORT") != NULL)) &&
+                (getenv("MPI_LOCALNRANKS") != NULL);
 
     if (params->job_key[0] == '\0') {
         if ((value = getenv("PMIX_NAMESPACE")) != NULL) {
@@ -56,10 +66,16 @@ static void uct_ibshare_job_from_env(uct_ibshare_share_params_t *params)
             ucs_snprintf_zero(params->job_key, sizeof(params->job_key),
                               "slurm-%s.%s", slurm_job,
                               (slurm_step != NULL) ? slurm_step : "0");
+        } else if (hydra) {
+            ucs_snprintf_zero(params->job_key, sizeof(params->job_key),
+                              "hydra-%d", (int)getppid());
         }
     }
 
     value = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if ((value == NULL) && hydra) {
+        value = getenv("MPI_LOCALNRANKS");
+    }
     params->expected_members = (value != NULL) ? strtoul(value, NULL, 10) : 0;
 }
 

@@ -2,6 +2,7 @@
  * Component registration and configuration tables.
  */
 #include "ibshare_md.h"
+#include "ibshare_resources.h"
 #include "rc/rc_share.h"
 
 #include <uct/api/uct.h>
@@ -14,6 +15,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 
@@ -351,6 +353,71 @@ static void test_iface_config_refused(void **state)
     ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
 }
 
+static const char *launcher_vars[] = {
+    "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID",
+    "SLURM_STEP_ID", "PMI_FD", "PMI_PORT", "MPI_LOCALNRANKS",
+    "OMPI_COMM_WORLD_LOCAL_SIZE", NULL
+};
+
+/* The job key and the local size as the launcher's environment gives them */
+static void job_from(const char *key, uct_ibshare_share_params_t *params,
+                     ...)
+{
+    const char **var, *name;
+    va_list ap;
+
+    for (var = launcher_vars; *var != NULL; ++var) {
+        unsetenv(*var);
+    }
+    va_start(ap, params);
+    while ((name = va_arg(ap, const char*)) != NULL) {
+        setenv(name, va_arg(ap, const char*), 1);
+    }
+    va_end(ap);
+    uct_ibshare_share_params_init(params, UCT_IBSHARE_MODE_AUTO, key, "/tmp",
+                                  0, 0, UCS_AUTO, 1.0, 0);
+}
+
+static void test_job_key_from_launchers(void **state)
+{
+    uct_ibshare_share_params_t params;
+    char hydra_key[64];
+
+    job_from("", &params, NULL);
+    assert_string_equal(params.job_key, ""); /* a group of its own */
+    assert_int_equal(params.expected_members, 0);
+
+    job_from("mine", &params, "PMIX_NAMESPACE", "ns", NULL);
+    assert_string_equal(params.job_key, "mine");
+
+    job_from("", &params, "PMIX_NAMESPACE", "prterun-x-123@1",
+             "OMPI_COMM_WORLD_LOCAL_SIZE", "4", NULL);
+    assert_string_equal(params.job_key, "prterun-x-123@1");
+    assert_int_equal(params.expected_members, 4);
+
+    job_from("", &params, "SLURM_JOB_ID", "77", "SLURM_STEP_ID", "3", NULL);
+    assert_string_equal(params.job_key, "slurm-77.3");
+
+    /* MPICH's hydra (issue 22): the node's hydra_pmi_proxy is the parent */
+    snprintf(hydra_key, sizeof(hydra_key), "hydra-%d", (int)getppid());
+    job_from("", &params, "PMI_FD", "5", "PMI_RANK", "2", "MPI_LOCALNRANKS",
+             "4", NULL);
+    assert_string_equal(params.job_key, hydra_key);
+    assert_int_equal(params.expected_members, 4);
+    job_from("", &params, "PMI_PORT", "host:1234", "MPI_LOCALNRANKS", "2",
+             NULL);
+    assert_string_equal(params.job_key, hydra_key);
+    assert_int_equal(params.expected_members, 2);
+
+    /* PMI_FD alone is any PMI-1 launcher, not hydra; Slurm comes first */
+    job_from("", &params, "PMI_FD", "5", NULL);
+    assert_string_equal(params.job_key, "");
+    job_from("", &params, "SLURM_JOB_ID", "9", "PMI_FD", "5",
+             "MPI_LOCALNRANKS", "2", NULL);
+    assert_string_equal(params.job_key, "slurm-9.0");
+    job_from("", &params, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_md_config_refused),
         cmocka_unit_test(test_md_config_memory),
         cmocka_unit_test(test_iface_config_refused),
+        cmocka_unit_test(test_job_key_from_launchers),
     };
 
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
