@@ -1092,14 +1092,6 @@ static ucs_status_t uct_rc_share_iface_query_atomics(uct_rc_share_iface_t *iface
     return UCS_OK;
 }
 
-static ucs_mpool_ops_t uct_rc_share_backlog_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
-
 static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_conn_async_stop(iface);
@@ -1295,7 +1287,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     status = uct_ibshare_ucx_mpool_init(&self->backlog_mp, 0,
                             sizeof(uct_rc_share_backlog_op_t) +
                             self->config.max_inline, 0, sizeof(uint64_t), 16,
-                            UINT_MAX, &uct_rc_share_backlog_mpool_ops,
+                            UINT_MAX, &uct_rc_share_malloc_mpool_ops,
                             "rc_share_backlog");
     if (status != UCS_OK) {
         goto err;

@@ -17,7 +17,8 @@ typedef struct uct_rc_share_flush_req {
 } uct_rc_share_flush_req_t;
 
 
-static ucs_mpool_ops_t uct_rc_share_flush_mpool_ops = {
+/* Pools of plain memory: flush requests, and the iface's backlog */
+ucs_mpool_ops_t uct_rc_share_malloc_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free,
     .obj_init      = NULL,
@@ -33,7 +34,7 @@ ucs_status_t uct_rc_share_tx_res_init(uct_rc_share_tx_res_t *res)
     return uct_ibshare_ucx_mpool_init(&res->flush_mp, 0,
                                       sizeof(uct_rc_share_flush_req_t), 0,
                                       UCS_SYS_CACHE_LINE_SIZE, 64, UINT_MAX,
-                                      &uct_rc_share_flush_mpool_ops,
+                                      &uct_rc_share_malloc_mpool_ops,
                                       "rc_share_flush");
 }
 

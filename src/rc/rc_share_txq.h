@@ -74,6 +74,9 @@ static UCS_F_ALWAYS_INLINE uint16_t uct_rc_share_wr_id_sn(uint64_t wr_id)
 }
 
 
+/* Memory pool operations for pools of plain (unregistered) memory */
+extern ucs_mpool_ops_t uct_rc_share_malloc_mpool_ops;
+
 /* What the queues of an iface share beyond the counters: the pool of their
  * flush requests */
 ucs_status_t uct_rc_share_tx_res_init(uct_rc_share_tx_res_t *res);
