@@ -20,9 +20,13 @@
  * memory) and a second barrier holds the others until it is done, so that
  * no rank closes anything before. Rank 0 prints the maximum over the ranks
  * of the elapsed time and the pids of every rank, the host name of every
- * rank (in the same order), and a line per host with that host's sample:
+ * rank (in the same order), and a line per host with that host's sample;
+ * and, to show where the window goes, each phase's longest time over the
+ * ranks (MPI_Init; the exchange; the alltoall, which makes most of the
+ * connections):
  *
  *   mpi_scale: ranks 4 window_s 15.123456 pids 101 102 103 104
+ *   mpi_scale: phases_s init 9.1 exchange 1.2 alltoall 4.8
  *   mpi_scale: hosts node0 node0 node1 node1
  *   mpi_scale: node node0 qp Q cq C mr_bytes B kmem_kb K
  *   mpi_scale: node node1 qp Q cq C mr_bytes B kmem_kb K
@@ -50,6 +54,7 @@
 
 /* The node's sample: QPs, CQs, bytes of memory regions, kernel memory (kB) */
 #define NODE_FIELDS 4
+#define PHASES      3
 
 static double now(void)
 {
@@ -176,7 +181,8 @@ static int node_sample(long long *res)
 int main(int argc, char **argv)
 {
     uint64_t out, in = 0;
-    double t0, t1, elapsed, max_elapsed;
+    double t0, t_init, t_exchange, t1;
+    double phases[PHASES], max_phases[PHASES], elapsed, max_elapsed;
     int rank, nranks, peer, pid, i, j, local_rank;
     int *pids = NULL, *a2a_out, *a2a_in;
     long long res[NODE_FIELDS + 1] = {0};
@@ -190,6 +196,7 @@ int main(int argc, char **argv)
 
     t0 = now();
     MPI_Init(&argc, &argv);
+    t_init = now();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
@@ -212,6 +219,7 @@ int main(int argc, char **argv)
     out = 0x5ca1e000u + (uint64_t)rank;
     MPI_Sendrecv(&out, 1, MPI_UINT64_T, peer, 0, &in, 1, MPI_UINT64_T, peer,
                  0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    t_exchange = now();
     MPI_Alltoall(a2a_out, ALLTOALL_COUNT, MPI_INT, a2a_in, ALLTOALL_COUNT,
                  MPI_INT, MPI_COMM_WORLD);
     t1 = now();
@@ -255,6 +263,11 @@ int main(int argc, char **argv)
     elapsed = t1 - t0;
     MPI_Reduce(&elapsed, &max_elapsed, 1, MPI_DOUBLE, MPI_MAX, 0,
                MPI_COMM_WORLD);
+    phases[0] = t_init - t0;
+    phases[1] = t_exchange - t_init;
+    phases[2] = t1 - t_exchange;
+    MPI_Reduce(phases, max_phases, PHASES, MPI_DOUBLE, MPI_MAX, 0,
+               MPI_COMM_WORLD);
     pid = (int)getpid();
     if (rank == 0) {
         pids    = malloc(sizeof(*pids) * (size_t)nranks);
@@ -275,6 +288,8 @@ int main(int argc, char **argv)
         for (i = 0; i < nranks; ++i) {
             printf(" %d", pids[i]);
         }
+        printf("\nmpi_scale: phases_s init %.6f exchange %.6f alltoall %.6f",
+               max_phases[0], max_phases[1], max_phases[2]);
         printf("\nmpi_scale: hosts");
         for (i = 0; i < nranks; ++i) {
             printf(" %s", hosts + (size_t)i * HOST_LEN);

@@ -83,6 +83,7 @@ int uct_ibshare_lock_test(int fd, off_t offset)
 ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
                                    ucs_time_t deadline)
 {
+    int sleep_ms = UCT_IBSHARE_WAIT_MIN_MS;
     int ret;
 
     /* Never F_OFD_SETLKW: it has no timeout, and a holder that stalls must
@@ -96,8 +97,14 @@ ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
         } else if (ucs_get_time() >= deadline) {
             return UCS_ERR_TIMED_OUT;
         }
-        poll(NULL, 0, 1);
+        uct_ibshare_wait_backoff(&sleep_ms);
     }
+}
+
+void uct_ibshare_wait_backoff(int *sleep_ms)
+{
+    poll(NULL, 0, *sleep_ms);
+    *sleep_ms = ucs_min(*sleep_ms * 2, UCT_IBSHARE_WAIT_MAX_MS);
 }
 
 /* What the user can do about a bad group directory: another user's is not

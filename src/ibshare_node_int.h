@@ -228,6 +228,17 @@ ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
                                    ucs_time_t deadline);
 
 /*
+ * The sleeps of a process that waits for another one: 1 ms at first, for a
+ * hand-off that ends at once, then doubling up to 32 ms. A node's worth of
+ * waiters polling every millisecond takes the CPU from the process they wait
+ * for, and joins are one at a time: 32 ranks on 2 cores spent twice as long
+ * in MPI_Init (doc/scale.md). Sleeps *sleep_ms, then lengthens it.
+ */
+#define UCT_IBSHARE_WAIT_MIN_MS 1
+#define UCT_IBSHARE_WAIT_MAX_MS 32
+void uct_ibshare_wait_backoff(int *sleep_ms);
+
+/*
  * Opens <runtime_dir>/ucx-ibshare-<euid> (creating it 0700 if create is set)
  * and checks that it is a directory of our own, closed to everyone else.
  * path gets its name. With create == 0, a missing directory is
