@@ -14,6 +14,14 @@
 # pass (lanes only reported), and pml ucx fails, instead of falling back to
 # another pml, when UCX has no device.
 #
+# MPICH (Debian's 4.0.2, ch4:ucx; issue 22), in the same boot: mpi_check
+# built with mpicc.mpich passes under its launcher, hydra (mpiexec.mpich),
+# with MPIR_CVAR_NOLOCAL=1 (ranks of one node talk through UCX), in two jobs
+# of 2 ranks at once and one of 4, with the transport under test on the tag
+# and rma lanes. For rc_share, with no job key set by hand, ibshare_info
+# (sampled while they run) shows one group per job, keyed hydra-<pid>, whose
+# members are exactly the job's ranks: two groups for the two jobs at once.
+#
 # UCX_TLS: rc_share,self for rc_share; rc_verbs,ud_verbs,self for rc_verbs
 # (rc_verbs needs ud_verbs for wire-up); TL,self otherwise.
 #
@@ -91,8 +99,46 @@ run_mpi_sampled() {
 # The pool and slice of the sampled 4-rank job, in bytes
 POOL_MRLEN=69206016 SLICE_MRLEN=11534336
 
+# run_mpich OUT NAME NP: mpi_check built with MPICH's mpicc ($mpich_prog)
+# under MPICH's launcher, hydra (mpiexec.mpich), on ch4:ucx: every pair of
+# ranks through UCX (MPIR_CVAR_NOLOCAL=1: no shared memory between them),
+# messages up to 64 KiB (the Open MPI jobs go to 4 MiB; this is about the
+# launcher and MPICH's use of UCP); OUT/NAME.out and OUT/NAME.rc
+run_mpich() {
+    out=$1 name=$2 np=$3
+    start=$(date +%s)
+    timeout "$mpi_timeout" mpiexec.mpich -n "$np" \
+        -genv LD_PRELOAD "$IBSHARE_PRELOAD" -genv UCX_TLS "$tls" \
+        -genv UCX_NET_DEVICES rxe0:1 -genv UCX_LOG_LEVEL info \
+        -genv MPIR_CVAR_NOLOCAL 1 "$mpich_prog" 4 65536 \
+        < /dev/null > "$out/$name.out" 2>&1
+    echo $? > "$out/$name.rc"
+    echo "$name: $np ranks under mpiexec.mpich, UCX_TLS=$tls: status" \
+         "$(cat "$out/$name.rc"), $(($(date +%s) - start)) s"
+}
+
+# mpich OUT: two MPICH jobs of 2 ranks at once (two hydra jobs of one user:
+# two node groups), then one of 4 ranks, each with ibshare_info sampled
+# (OUT/mpich_pair.info, OUT/mpich_np4.info)
+mpich() {
+    sh "$IBSHARE_SRCDIR/test/guest/info_sampler.sh" "$1/mpich_pair.info" \
+        "$info" &
+    sampler=$!
+    run_mpich "$1" mpich_a 2 &
+    job_a=$!
+    run_mpich "$1" mpich_b 2
+    wait "$job_a"
+    kill "$sampler"
+    sh "$IBSHARE_SRCDIR/test/guest/info_sampler.sh" "$1/mpich_np4.info" \
+        "$info" &
+    sampler=$!
+    run_mpich "$1" mpich_np4 4
+    kill "$sampler"
+    wait
+}
+
 guest() {
-    out=$1 tls=$2 sm_tls=$3 prog=$4
+    out=$1 tls=$2 sm_tls=$3 prog=$4 mpich_prog=$5 info=$6
     run_mpi "$out" np2 2 "$tls" -x UCX_NET_DEVICES=rxe0:1
     # (not against the second UCX generation: what it adds, the node's
     # device objects, is the module's, the same on both)
@@ -111,10 +157,11 @@ guest() {
     esac
     run_mpi "$out" np4_sm 4 "$sm_tls" -x UCX_NET_DEVICES=rxe0:1
     run_mpi "$out" no_device 2 "$tls" -x UCX_NET_DEVICES=nonexistent0:1
+    [ -z "$mpich_prog" ] || mpich "$out"
 }
 
 if [ "${1:-}" = --guest ]; then
-    guest "$2" "$3" "$4" "$5"
+    guest "$2" "$3" "$4" "$5" "${6:-}" "${7:-}"
     exit 0
 fi
 
@@ -137,9 +184,21 @@ mpi_prog mpi_check
 if [ ! -x "$prog" ]; then
     finish
 fi
+# MPICH's jobs: not against the second UCX generation (Debian's MPICH is
+# built on Debian's UCX; what they check, the job key under hydra, is the
+# module's, the same on both)
+mpich_prog=
+if [ "${IBSHARE_TEST_SCOPE:-}" != generation ]; then
+    ompi_prog=$prog
+    mpi_prog mpi_check mpicc.mpich mpich
+    mpich_prog=$prog
+    prog=$ompi_prog
+    [ -x "$mpich_prog" ] || finish
+fi
 
 in_guest --mem 3G --timeout 1800 sh "$IBSHARE_SRCDIR/test/guest/mpi.sh" \
-    --guest "$tmpdir" "$tls" "$sm_tls" "$prog" > "$tmpdir/guest.log" 2>&1
+    --guest "$tmpdir" "$tls" "$sm_tls" "$prog" "$mpich_prog" \
+    "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
 rc=$?
 cat "$tmpdir/guest.log"
 check "the guest ran every mpirun (status $rc)" test "$rc" -eq 0
@@ -291,5 +350,98 @@ check "$label: pml ucx does not fall back: mpirun fails (status $status)" \
     test $? -eq 0
 ! grep -q '^mpi_check: .* passed' "$out" 2>/dev/null
 check "$label: and mpi_check does not run" test $? -eq 0
+
+[ -n "$mpich_prog" ] || finish
+
+# MPICH under hydra. ranks_of FILE: the pids of UCX's log lines in FILE
+# ("[TIME] [HOST:PID  :THREAD] ..."), sorted, one a line
+ranks_of() {
+    grep -o '^\[[0-9.]*\] \[[^:]*:[0-9]* *:' "$1" 2>/dev/null |
+        sed 's/^.*:\([0-9]*\) *:$/\1/' | sort -u
+}
+
+# groups_of INFO: ibshare_info's groups in INFO, "KEY PID..." a line
+groups_of() {
+    sed -n "s/^group of job '\(.*\)' on .*/\1/p; s/^  members: [0-9]* (pids\(.*\))$/\1/p" \
+        "$1" 2>/dev/null | paste -d ' ' - -
+}
+
+# members_of INFO KEY: the pids of KEY's group in INFO, sorted, one a line
+members_of() {
+    groups_of "$1" | awk -v key="$2" '$1 == key {
+        for (i = 2; i <= NF; i++) print $i }' | sort
+}
+
+for run in mpich_a mpich_b mpich_np4; do
+    out=$tmpdir/$run.out
+    case $run in mpich_np4) np=4 ;; *) np=2 ;; esac
+    label="MPICH, $np ranks under mpiexec.mpich ($run), UCX_TLS=$tls"
+    echo "--- $label"
+    show "$out"
+    check "$label: mpiexec exits 0 (status $(status_of "$run"))" \
+        test "$(status_of "$run")" = 0
+    summary_ok "$out"
+    check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
+    ranks_of "$out" > "$tmpdir/$run.ranks"
+    check "$label: UCX's log names $np ranks ($(tr '\n' ' ' \
+        < "$tmpdir/$run.ranks"))" test "$(grep -c . "$tmpdir/$run.ranks")" -eq "$np"
+    lanes_ok "$tl" tag "$out"
+    lanes_rc=$?
+    check "$label: ch4:ucx: tag lanes on $tl (or self) only: found\
+ $(lanes_found tag "$out")" test "$lanes_rc" -eq 0
+    lanes_ok "$tl" rma "$out"
+    lanes_rc=$?
+    check "$label: ch4:ucx: rma lanes on $tl (or self) only: found\
+ $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
+    if [ "$tl" = rc_share ]; then
+        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
+            "$out")
+        check "$label: every rank used the node group's resources in $mode\
+ mode ($n of $np)" test "$n" -eq "$np"
+        n=$(grep -c 'node group in fallback mode' "$out")
+        check "$label: one group for the job: $fallback_lines fallback-mode\
+ line(s) ($n)" test "$n" -eq "$fallback_lines"
+    fi
+    if [ "$(status_of "$run")" != 0 ] || ! summary_ok "$out"; then
+        echo "--- $label: output (tail)" >&2
+        tail -n 40 "$out" >&2
+    fi
+done
+
+# The groups, from ibshare_info while the jobs ran: no job key set by hand;
+# the module takes hydra's (hydra-<pid of the node's hydra_pmi_proxy>)
+if [ "$tl" = rc_share ]; then
+    for info in mpich_pair mpich_np4; do
+        echo "--- ibshare_info while $info ran"
+        cat "$tmpdir/$info.info" 2>/dev/null
+    done
+    groups_of "$tmpdir/mpich_pair.info" > "$tmpdir/pair.groups"
+    keys=$(cut -d' ' -f1 "$tmpdir/pair.groups" | sort -u | tr '\n' ' ')
+    label="MPICH, two jobs of 2 ranks at once"
+    check "$label: two groups, two hydra keys ($keys)" sh -c \
+        "test \$(grep -c '^hydra-[0-9]* ' '$tmpdir/pair.groups') -eq 2 &&
+         test \$(echo '$keys' | wc -w) -eq 2"
+    for run in mpich_a mpich_b; do
+        found=
+        for key in $keys; do
+            members_of "$tmpdir/mpich_pair.info" "$key" > "$tmpdir/members"
+            if cmp -s "$tmpdir/members" "$tmpdir/$run.ranks"; then
+                found=$key
+            fi
+        done
+        check "$label: $run's ranks ($(tr '\n' ' ' < "$tmpdir/$run.ranks"))\
+ are the members of one group (${found:-none})" test -n "$found"
+    done
+    groups_of "$tmpdir/mpich_np4.info" > "$tmpdir/np4.groups"
+    key=$(cut -d' ' -f1 "$tmpdir/np4.groups")
+    label="MPICH, 4 ranks"
+    check "$label: one group, hydra's key ($key)" sh -c \
+        "test \$(grep -c . '$tmpdir/np4.groups') -eq 1 &&
+         grep -q '^hydra-[0-9]* ' '$tmpdir/np4.groups'"
+    members_of "$tmpdir/mpich_np4.info" "$key" > "$tmpdir/members"
+    check "$label: its members are the job's 4 ranks ($(tr '\n' ' ' \
+        < "$tmpdir/members"))" sh -c "test -s '$tmpdir/members' &&
+        cmp -s '$tmpdir/members' '$tmpdir/mpich_np4.ranks'"
+fi
 
 finish

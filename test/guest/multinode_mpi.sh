@@ -18,8 +18,8 @@
 # from UCX's log lines, which name the host), in the test's mode; after it,
 # rdma res show on each node is back to what it was.
 #
-# The script runs itself on node0 (--guest OUTDIR PROG INFO) and on each node
-# as the ibshare_info sampler (--sample FILE INFO); the checks run here.
+# The script runs itself on node0 (--guest OUTDIR PROG INFO), and
+# info_sampler.sh on each node; the checks run here.
 
 mpi_timeout=600
 
@@ -47,27 +47,6 @@ fi
 
 # ---------------------------------------------------------------- guest side
 
-# sample FILE INFO: until killed, keep in FILE the ibshare_info output that
-# lists the most members and, of those, the most MRs (the first with both
-# members may come before the second registered its MR)
-sample() {
-    most=0
-    while :; do
-        env -u LD_PRELOAD "$2" > "$1.now" 2>&1
-        members=$(grep -c -E '^    pid +[0-9]+ ' "$1.now")
-        mrs=$(sed -n 's/^  MRs registered: *\([0-9]*\).*/\1/p' "$1.now" |
-              head -n 1)
-        n=$((members * 1000 + ${mrs:-0}))
-        if [ "$n" -gt "$most" ]; then
-            most=$n
-            mv "$1.now" "$1"
-        fi
-        # (once a second: each guest has one vCPU, which its two ranks
-        # share with the kernel's rxe work)
-        sleep 1
-    done
-}
-
 # res NODE SUFFIX: NODE's PDs and MRs in OUT/NODE.res.SUFFIX
 res() {
     node-exec "$1" 'rdma res show pd; rdma res show mr' > "$out/$1.res.$2"
@@ -89,8 +68,8 @@ job() {
     done
     pids=
     for n in node0 node1; do
-        node-exec $n sh "$IBSHARE_SRCDIR/test/guest/multinode_mpi.sh" \
-            --sample "$out/$n.$1.info" "$info" &
+        node-exec $n sh "$IBSHARE_SRCDIR/test/guest/info_sampler.sh" \
+            "$out/$n.$1.info" "$info" &
         pids="$pids $!"
     done
     start=$(date +%s)
@@ -135,10 +114,6 @@ guest() {
 case ${1:-} in
 --guest)
     guest "$2" "$3" "$4"
-    exit 0
-    ;;
---sample)
-    sample "$2" "$3"
     exit 0
     ;;
 esac

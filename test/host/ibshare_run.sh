@@ -21,9 +21,13 @@ if [ "$IBSHARE_UCX_LOADS_PLUGINS" = yes ]; then
     check "an existing UCX_PLUGIN_PATH is kept" \
           test "$out" = "$module_dir:/nowhere"
 
-    out=$("$wrapper" --mpirun-args | grep -v LD_LIBRARY_PATH)
+    out=$("$wrapper" --mpirun-args | grep -v -e LD_LIBRARY_PATH -e btl)
     check "--mpirun-args prints the -x option" \
           test "$out" = "-x UCX_PLUGIN_PATH=$module_dir"
+
+    out=$("$wrapper" --mpiexec-args | grep -v LD_LIBRARY_PATH)
+    check "--mpiexec-args prints hydra's -genv option" \
+          test "$out" = "-genv UCX_PLUGIN_PATH $module_dir"
 else
     out=$("$wrapper" sh -c 'echo "$LD_PRELOAD"')
     check "LD_PRELOAD set to the module" test "$out" = "$IBSHARE_MODULE"
@@ -32,10 +36,19 @@ else
     check "an existing LD_PRELOAD is kept" \
           test "$out" = "$IBSHARE_MODULE /lib/x86_64-linux-gnu/libc.so.6"
 
-    out=$("$wrapper" --mpirun-args | grep -v LD_LIBRARY_PATH)
+    out=$("$wrapper" --mpirun-args | grep -v -e LD_LIBRARY_PATH -e btl)
     check "--mpirun-args prints the -x option" \
           test "$out" = "-x LD_PRELOAD=$IBSHARE_MODULE"
+
+    out=$("$wrapper" --mpiexec-args | grep -v LD_LIBRARY_PATH)
+    check "--mpiexec-args prints hydra's -genv option" \
+          test "$out" = "-genv LD_PRELOAD $IBSHARE_MODULE"
 fi
+
+# Open MPI's btls that open the device beside UCX (issue 22)
+out=$("$wrapper" --mpirun-args | grep btl)
+check "--mpirun-args leaves out btl openib, uct and ofi ($out)" \
+      test "$out" = "--mca btl ^openib,uct,ofi"
 
 if [ -n "$IBSHARE_UCX_RUN_LIBDIR" ]; then
     out=$(env -u LD_LIBRARY_PATH "$wrapper" sh -c 'echo "$LD_LIBRARY_PATH"')

@@ -1,0 +1,22 @@
+#!/bin/sh
+# info_sampler.sh FILE INFO: run in the guest beside an MPI job, until
+# killed, keeps in FILE the output of ibshare_info (INFO, the program) that
+# lists the most group members and, of those, the most MRs (the first with
+# every member may come before the last registered its MR). Used by the
+# tests that prove which node groups a job formed (mpi.sh, multinode_mpi.sh).
+file=$1 info=$2
+most=0
+while :; do
+    env -u LD_PRELOAD "$info" > "$file.now" 2>&1
+    members=$(grep -c -E '^    pid +[0-9]+ ' "$file.now")
+    mrs=$(sed -n 's/^  MRs registered: *\([0-9]*\).*/\1/p' "$file.now" |
+          awk '{ n += $1 } END { print n + 0 }')
+    n=$((members * 1000 + mrs))
+    if [ "$n" -gt "$most" ]; then
+        most=$n
+        mv "$file.now" "$file"
+    fi
+    # Once a second: the ranks share the guest's vCPUs with the kernel's
+    # rxe work, and every sample starts programs
+    sleep 1
+done
