@@ -14,6 +14,14 @@
 # pass (lanes only reported), and pml ucx fails, instead of falling back to
 # another pml, when UCX has no device.
 #
+# OpenSHMEM (Open MPI's oshrun, spml ucx; issue 22), in the same boot:
+# shmem_check (put, get, atomics, barriers, reductions, a 64 MiB object)
+# passes on 2 and 4 PEs with the transport under test on the rma lanes and,
+# for rc_share, one group of the job's PEs; with
+# --mca opal_common_ucx_opal_mem_hooks 0, which avoids Open MPI 4.1.4's exit
+# crash (ompi#11604); in shared mode the same job without it ends the same
+# way over the transport under test and over rc_v (Open MPI's, not ours).
+#
 # MPICH (Debian's 4.0.2, ch4:ucx; issue 22), in the same boot: mpi_check
 # built with mpicc.mpich passes under its launcher, hydra (mpiexec.mpich),
 # with MPIR_CVAR_NOLOCAL=1 (ranks of one node talk through UCX), in two jobs
@@ -137,8 +145,52 @@ mpich() {
     wait
 }
 
+# run_shmem OUT NAME NP TLS [oshrun options]: shmem_check ($shmem_prog) on
+# NP PEs under Open MPI's oshrun (spml ucx), a 128 MiB symmetric heap and a
+# 64 MiB object in it; OUT/NAME.out and OUT/NAME.rc
+run_shmem() {
+    out=$1 name=$2 np=$3 run_tls=$4
+    shift 4
+    start=$(date +%s)
+    timeout "$mpi_timeout" oshrun --allow-run-as-root --oversubscribe \
+        -np "$np" --mca spml ucx --mca pml ucx --mca pml_ucx_tls any \
+        --mca pml_ucx_devices any -x LD_PRELOAD="$IBSHARE_PRELOAD" \
+        -x UCX_TLS="$run_tls" -x UCX_NET_DEVICES=rxe0:1 \
+        -x UCX_LOG_LEVEL=info -x SHMEM_SYMMETRIC_SIZE=128M "$@" \
+        "$shmem_prog" 64 < /dev/null > "$out/$name.out" 2>&1
+    echo $? > "$out/$name.rc"
+    echo "$name: $np PEs under oshrun, UCX_TLS=$run_tls $*: status" \
+         "$(cat "$out/$name.rc"), $(($(date +%s) - start)) s"
+}
+
+# shmem OUT: OpenSHMEM on 2 and 4 PEs (the 4 with ibshare_info sampled:
+# OUT/shmem_np4.info) with the setting that avoids Open MPI 4.1.4's exit
+# crash; in shared mode also without it, over the transport under test and
+# over rc_v, to show the crash is Open MPI's (CI's time: one mode)
+shmem() {
+    run_shmem "$1" shmem_np2 2 "$tls" $shmem_setting
+    sh "$IBSHARE_SRCDIR/test/guest/info_sampler.sh" "$1/shmem_np4.info" \
+        "$info" &
+    sampler=$!
+    run_shmem "$1" shmem_np4 4 "$tls" $shmem_setting
+    kill "$sampler"
+    wait
+    if [ "$IBSHARE_TEST_MODE" = shared ]; then
+        run_shmem "$1" shmem_exit 2 "$tls"
+        run_shmem "$1" shmem_exit_rc_v 2 rc_v,self
+    fi
+}
+
+# Open MPI 4.1.4's oshmem dlcloses spml ucx (and with it common ucx's memory
+# release callback, which spml ucx never deregisters: ompi#11604, fixed by
+# ompi#11620) before MPI_Finalize frees memory through the OPAL memory
+# hooks: every PE dies with SIGSEGV after shmem_finalize, over any transport.
+# Without OPAL's hooks for UCX (UCX then uses its own), nothing is left to
+# call.
+shmem_setting="--mca opal_common_ucx_opal_mem_hooks 0"
+
 guest() {
-    out=$1 tls=$2 sm_tls=$3 prog=$4 mpich_prog=$5 info=$6
+    out=$1 tls=$2 sm_tls=$3 prog=$4 mpich_prog=$5 info=$6 shmem_prog=$7
     run_mpi "$out" np2 2 "$tls" -x UCX_NET_DEVICES=rxe0:1
     # (not against the second UCX generation: what it adds, the node's
     # device objects, is the module's, the same on both)
@@ -158,10 +210,11 @@ guest() {
     run_mpi "$out" np4_sm 4 "$sm_tls" -x UCX_NET_DEVICES=rxe0:1
     run_mpi "$out" no_device 2 "$tls" -x UCX_NET_DEVICES=nonexistent0:1
     [ -z "$mpich_prog" ] || mpich "$out"
+    [ -z "$shmem_prog" ] || shmem "$out"
 }
 
 if [ "${1:-}" = --guest ]; then
-    guest "$2" "$3" "$4" "$5" "${6:-}" "${7:-}"
+    guest "$2" "$3" "$4" "$5" "${6:-}" "${7:-}" "${8:-}"
     exit 0
 fi
 
@@ -187,18 +240,20 @@ fi
 # MPICH's jobs: not against the second UCX generation (Debian's MPICH is
 # built on Debian's UCX; what they check, the job key under hydra, is the
 # module's, the same on both)
-mpich_prog=
+mpich_prog= shmem_prog=
 if [ "${IBSHARE_TEST_SCOPE:-}" != generation ]; then
     ompi_prog=$prog
     mpi_prog mpi_check mpicc.mpich mpich
     mpich_prog=$prog
+    mpi_prog shmem_check oshcc
+    shmem_prog=$prog
     prog=$ompi_prog
-    [ -x "$mpich_prog" ] || finish
+    [ -x "$mpich_prog" ] && [ -x "$shmem_prog" ] || finish
 fi
 
 in_guest --mem 3G --timeout 1800 sh "$IBSHARE_SRCDIR/test/guest/mpi.sh" \
     --guest "$tmpdir" "$tls" "$sm_tls" "$prog" "$mpich_prog" \
-    "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
+    "$IBSHARE_BUILDDIR/ibshare_info" "$shmem_prog" > "$tmpdir/guest.log" 2>&1
 rc=$?
 cat "$tmpdir/guest.log"
 check "the guest ran every mpirun (status $rc)" test "$rc" -eq 0
@@ -353,7 +408,7 @@ check "$label: and mpi_check does not run" test $? -eq 0
 
 [ -n "$mpich_prog" ] || finish
 
-# MPICH under hydra. ranks_of FILE: the pids of UCX's log lines in FILE
+# ranks_of FILE: the pids of UCX's log lines in FILE
 # ("[TIME] [HOST:PID  :THREAD] ..."), sorted, one a line
 ranks_of() {
     grep -o '^\[[0-9.]*\] \[[^:]*:[0-9]* *:' "$1" 2>/dev/null |
@@ -372,6 +427,71 @@ members_of() {
         for (i = 2; i <= NF; i++) print $i }' | sort
 }
 
+# OpenSHMEM (Open MPI's oshrun, spml ucx): shmem_check's own lines
+shmem_show() {
+    grep -E '^((ok|FAIL): shmem_check|shmem_check: )' "$1" 2>/dev/null |
+        sed 's/^/    /'
+}
+
+# shmem_ok FILE NP: every PE's checks passed (10 each), none failed
+shmem_ok() {
+    grep -q "^shmem_check: $(($2 * 10)) passed, 0 failed\$" "$1" 2>/dev/null &&
+        ! grep -q '^FAIL: shmem_check' "$1"
+}
+
+for run in shmem_np2 shmem_np4; do
+    out=$tmpdir/$run.out
+    np=${run#shmem_np}
+    label="OpenSHMEM, $np PEs under oshrun, UCX_TLS=$tls"
+    echo "--- $label"
+    shmem_show "$out"
+    check "$label: oshrun exits 0 (status $(status_of "$run"))" \
+        test "$(status_of "$run")" = 0
+    shmem_ok "$out" "$np"
+    check "$label: shmem_check: all $((np * 10)) passed, 0 failed" test $? -eq 0
+    lanes_ok "$tl" rma "$out"
+    lanes_rc=$?
+    check "$label: spml ucx: rma lanes on $tl (or self) only: found\
+ $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
+    if [ "$tl" = rc_share ]; then
+        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
+            "$out")
+        check "$label: every PE used the node group's resources in $mode\
+ mode ($n of $np)" test "$n" -eq "$np"
+    fi
+    if [ "$(status_of "$run")" != 0 ] || ! shmem_ok "$out" "$np"; then
+        echo "--- $label: output (tail)" >&2
+        tail -n 40 "$out" >&2
+    fi
+done
+if [ "$tl" = rc_share ]; then
+    echo "--- ibshare_info while shmem_np4 ran"
+    cat "$tmpdir/shmem_np4.info" 2>/dev/null
+    ranks_of "$tmpdir/shmem_np4.out" > "$tmpdir/shmem_np4.ranks"
+    groups_of "$tmpdir/shmem_np4.info" > "$tmpdir/shmem.groups"
+    key=$(cut -d' ' -f1 "$tmpdir/shmem.groups")
+    members_of "$tmpdir/shmem_np4.info" "$key" > "$tmpdir/members"
+    check "OpenSHMEM, 4 PEs: one group ($key), its members the job's 4 PEs\
+ ($(tr '\n' ' ' < "$tmpdir/members"))" sh -c "
+        test \$(grep -c . '$tmpdir/shmem.groups') -eq 1 &&
+        test \$(grep -c . '$tmpdir/members') -eq 4 &&
+        cmp -s '$tmpdir/members' '$tmpdir/shmem_np4.ranks'"
+fi
+if [ "$mode" = shared ]; then
+    # Open MPI's exit crash (ompi#11604): the same outcome over rc_v as over
+    # the transport under test, after every check passed in both
+    label="OpenSHMEM, 2 PEs, without opal_common_ucx_opal_mem_hooks 0"
+    a=$(status_of shmem_exit) b=$(status_of shmem_exit_rc_v)
+    echo "--- $label: status $a over $tl, $b over rc_v"
+    grep -h 'Caught signal' "$tmpdir/shmem_exit.out" \
+        "$tmpdir/shmem_exit_rc_v.out" 2>/dev/null | sed 's/^/    /'
+    shmem_ok "$tmpdir/shmem_exit.out" 2 && shmem_ok "$tmpdir/shmem_exit_rc_v.out" 2
+    check "$label: every check passed over $tl and over rc_v" test $? -eq 0
+    check "$label: the exit is the same over $tl as over rc_v (status $a and\
+ $b: Open MPI's, not the transport's)" test "$a" = "$b" -a "$a" != none
+fi
+
+# MPICH under hydra
 for run in mpich_a mpich_b mpich_np4; do
     out=$tmpdir/$run.out
     case $run in mpich_np4) np=4 ;; *) np=2 ;; esac
