@@ -83,7 +83,9 @@ int uct_ibshare_lock_test(int fd, off_t offset)
 ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
                                    ucs_time_t deadline)
 {
-    int sleep_ms = UCT_IBSHARE_WAIT_MIN_MS;
+    ucs_time_t patient = ucs_get_time() +
+                         ucs_time_from_msec(UCT_IBSHARE_WAIT_SHORT_MS);
+    int sleep_ms       = 1;
     int ret;
 
     /* Never F_OFD_SETLKW: it has no timeout, and a holder that stalls must
@@ -97,14 +99,11 @@ ucs_status_t uct_ibshare_lock_wait(int fd, short type, off_t offset,
         } else if (ucs_get_time() >= deadline) {
             return UCS_ERR_TIMED_OUT;
         }
-        uct_ibshare_wait_backoff(&sleep_ms);
+        poll(NULL, 0, sleep_ms);
+        if (ucs_get_time() >= patient) {
+            sleep_ms = ucs_min(sleep_ms * 2, UCT_IBSHARE_WAIT_MAX_MS);
+        }
     }
-}
-
-void uct_ibshare_wait_backoff(int *sleep_ms)
-{
-    poll(NULL, 0, *sleep_ms);
-    *sleep_ms = ucs_min(*sleep_ms * 2, UCT_IBSHARE_WAIT_MAX_MS);
 }
 
 /* What the user can do about a bad group directory: another user's is not
