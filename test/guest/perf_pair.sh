@@ -6,7 +6,9 @@
 # are set.
 
 # perf_pair OUT NAME PORT ARGS...: a ucx_perftest server and its client (to
-# 127.0.0.1:PORT), both with ARGS. Leaves OUT/NAME.cli and OUT/NAME.srv (their
+# 127.0.0.1:PORT), both with ARGS; another program of the same form (server:
+# PROG -p PORT ARGS, client: PROG HOST -p PORT ARGS) if perf_prog names it
+# (perftest's ib_write_lat, ...: contrib/bench). Leaves OUT/NAME.cli and OUT/NAME.srv (their
 # output, line-buffered so that a hung run's output is kept), OUT/NAME.rc and
 # OUT/NAME.srvrc (their exit status; 124: timed out; the server gets about
 # server_grace seconds after the client ends, then is killed and its status is
@@ -15,7 +17,8 @@ perf_pair() {
     pp_out=$1/$2 pp_port=$3
     shift 3
     timeout $((client_timeout + server_grace + 30)) \
-        stdbuf -oL ucx_perftest -p "$pp_port" "$@" > "$pp_out.srv" 2>&1 &
+        stdbuf -oL "${perf_prog:-ucx_perftest}" -p "$pp_port" "$@" \
+        > "$pp_out.srv" 2>&1 &
     pp_pid=$!
     pp_i=0
     while [ $pp_i -lt 100 ] && kill -0 "$pp_pid" 2>/dev/null &&
@@ -25,8 +28,8 @@ perf_pair() {
     done
     # shellcheck disable=SC2086  # (perf_client_via is a list of words)
     timeout "$client_timeout" ${perf_client_via:-} stdbuf -oL \
-        ucx_perftest "${perf_server_host:-127.0.0.1}" -p "$pp_port" "$@" \
-        > "$pp_out.cli" 2>&1
+        "${perf_prog:-ucx_perftest}" "${perf_server_host:-127.0.0.1}" \
+        -p "$pp_port" "$@" > "$pp_out.cli" 2>&1
     echo $? > "$pp_out.rc"
     pp_i=0
     while [ $pp_i -lt "$server_grace" ] && kill -0 "$pp_pid" 2>/dev/null; do
