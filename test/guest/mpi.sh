@@ -240,7 +240,7 @@ fi
 # MPICH's jobs: not against the second UCX generation (Debian's MPICH is
 # built on Debian's UCX; what they check, the job key under hydra, is the
 # module's, the same on both)
-mpich_prog= shmem_prog=
+mpich_prog='' shmem_prog=''
 if [ "${IBSHARE_TEST_SCOPE:-}" != generation ]; then
     ompi_prog=$prog
     mpi_prog mpi_check mpicc.mpich mpich
