@@ -294,6 +294,39 @@ summary_ok() {
         ! grep -q '^FAIL: mpi_check' "$1"
 }
 
+# check_lanes LABEL WHO LANE FILE: LANE of UCP's endpoints in FILE on the
+# transport under test (or self) only; WHO names the component that uses it
+check_lanes() {
+    lanes_ok "$tl" "$3" "$4"
+    cl_rc=$?
+    check "$1: $2: $3 lanes on $tl (or self) only: found\
+ $(lanes_found "$3" "$4")" test "$cl_rc" -eq 0
+}
+
+# check_group LABEL NP FILE UNIT [one]: every one of the NP ranks (UNIT:
+# rank, PE) used the node group's resources in the test's mode; with "one",
+# also one group for the job (its fallback-mode lines)
+check_group() {
+    cg_n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
+        "$3")
+    check "$1: every $4 used the node group's resources in $mode\
+ mode ($cg_n of $2)" test "$cg_n" -eq "$2"
+    [ "${5:-}" = one ] || return 0
+    cg_n=$(grep -c 'node group in fallback mode' "$3")
+    check "$1: one group for the job: $fallback_lines fallback-mode\
+ line(s) ($cg_n)" test "$cg_n" -eq "$fallback_lines"
+}
+
+# tail_on_failure LABEL FILE STATUS CHECK...: FILE's last lines unless the
+# job's STATUS is 0 and the command CHECK... succeeds
+tail_on_failure() {
+    tf_label=$1 tf_file=$2 tf_status=$3
+    shift 3
+    [ "$tf_status" = 0 ] && "$@" && return 0
+    echo "--- $tf_label: output (tail)" >&2
+    tail -n 40 "$tf_file" >&2
+}
+
 runs="np2 np4"
 [ "${IBSHARE_TEST_SCOPE:-}" != generation ] || runs=np2
 for run in $runs; do
@@ -309,14 +342,8 @@ for run in $runs; do
     n=$(grep -c 'select: component ucx selected' "$out" 2>/dev/null)
     n=${n:-0}
     check "$label: pml ucx selected by every rank ($n of $np)" test "$n" -eq "$np"
-    lanes_ok "$tl" tag "$out"
-    lanes_rc=$?
-    check "$label: pml ucx: tag lanes on $tl (or self) only: found\
- $(lanes_found tag "$out")" test "$lanes_rc" -eq 0
-    lanes_ok "$tl" rma "$out"
-    lanes_rc=$?
-    check "$label: osc ucx: rma lanes on $tl (or self) only: found\
- $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
+    check_lanes "$label" "pml ucx" tag "$out"
+    check_lanes "$label" "osc ucx" rma "$out"
     if [ "$tl" = rc_share ]; then
         grep -v -E "$ucp_ep_cfg_re" "$out" 2>/dev/null | grep 'rc_share.*bytes' \
             > "$tmpdir/counters"
@@ -327,20 +354,11 @@ for run in $runs; do
         # The ranks form one node group (fallback mode on Debian's rxe,
         # shared mode on the import provider), each with its slice big
         # enough for its pml and osc ifaces
-        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
-            "$out")
-        check "$label: every rank used the node group's resources in $mode\
- mode ($n of $np)" test "$n" -eq "$np"
-        n=$(grep -c 'node group in fallback mode' "$out")
-        check "$label: one group for the job: $fallback_lines fallback-mode\
- line(s) ($n)" test "$n" -eq "$fallback_lines"
+        check_group "$label" "$np" "$out" rank one
         check "$label: no rank's slice of the node pool overflowed" \
             sh -c "! grep -q 'slice of the node pool is full' '$out'"
     fi
-    if [ "$(status_of "$run")" != 0 ] || ! summary_ok "$out"; then
-        echo "--- $label: output (tail)" >&2
-        tail -n 40 "$out" >&2
-    fi
+    tail_on_failure "$label" "$out" "$(status_of "$run")" summary_ok "$out"
 done
 
 # The node's device objects while the 4 ranks ran (rdma res show, sampled)
@@ -389,10 +407,7 @@ summary_ok "$out"
 check "$label: mpi_check: all passed, 0 failed" test $? -eq 0
 echo "info: $test_name: $label: lanes $(lanes_found tag "$out")" \
      "$(lanes_found rma "$out")"
-if [ "$(status_of np4_sm)" != 0 ] || ! summary_ok "$out"; then
-    echo "--- $label: output (tail)" >&2
-    tail -n 40 "$out" >&2
-fi
+tail_on_failure "$label" "$out" "$(status_of np4_sm)" summary_ok "$out"
 
 out=$tmpdir/no_device.out
 label="2 ranks, UCX_NET_DEVICES=nonexistent0:1"
@@ -449,20 +464,9 @@ for run in shmem_np2 shmem_np4; do
         test "$(status_of "$run")" = 0
     shmem_ok "$out" "$np"
     check "$label: shmem_check: all $((np * 10)) passed, 0 failed" test $? -eq 0
-    lanes_ok "$tl" rma "$out"
-    lanes_rc=$?
-    check "$label: spml ucx: rma lanes on $tl (or self) only: found\
- $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
-    if [ "$tl" = rc_share ]; then
-        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
-            "$out")
-        check "$label: every PE used the node group's resources in $mode\
- mode ($n of $np)" test "$n" -eq "$np"
-    fi
-    if [ "$(status_of "$run")" != 0 ] || ! shmem_ok "$out" "$np"; then
-        echo "--- $label: output (tail)" >&2
-        tail -n 40 "$out" >&2
-    fi
+    check_lanes "$label" "spml ucx" rma "$out"
+    [ "$tl" != rc_share ] || check_group "$label" "$np" "$out" PE
+    tail_on_failure "$label" "$out" "$(status_of "$run")" shmem_ok "$out" "$np"
 done
 if [ "$tl" = rc_share ]; then
     echo "--- ibshare_info while shmem_np4 ran"
@@ -505,27 +509,10 @@ for run in mpich_a mpich_b mpich_np4; do
     ranks_of "$out" > "$tmpdir/$run.ranks"
     check "$label: UCX's log names $np ranks ($(tr '\n' ' ' \
         < "$tmpdir/$run.ranks"))" test "$(grep -c . "$tmpdir/$run.ranks")" -eq "$np"
-    lanes_ok "$tl" tag "$out"
-    lanes_rc=$?
-    check "$label: ch4:ucx: tag lanes on $tl (or self) only: found\
- $(lanes_found tag "$out")" test "$lanes_rc" -eq 0
-    lanes_ok "$tl" rma "$out"
-    lanes_rc=$?
-    check "$label: ch4:ucx: rma lanes on $tl (or self) only: found\
- $(lanes_found rma "$out")" test "$lanes_rc" -eq 0
-    if [ "$tl" = rc_share ]; then
-        n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
-            "$out")
-        check "$label: every rank used the node group's resources in $mode\
- mode ($n of $np)" test "$n" -eq "$np"
-        n=$(grep -c 'node group in fallback mode' "$out")
-        check "$label: one group for the job: $fallback_lines fallback-mode\
- line(s) ($n)" test "$n" -eq "$fallback_lines"
-    fi
-    if [ "$(status_of "$run")" != 0 ] || ! summary_ok "$out"; then
-        echo "--- $label: output (tail)" >&2
-        tail -n 40 "$out" >&2
-    fi
+    check_lanes "$label" ch4:ucx tag "$out"
+    check_lanes "$label" ch4:ucx rma "$out"
+    [ "$tl" != rc_share ] || check_group "$label" "$np" "$out" rank one
+    tail_on_failure "$label" "$out" "$(status_of "$run")" summary_ok "$out"
 done
 
 # The groups, from ibshare_info while the jobs ran: no job key set by hand;
