@@ -70,9 +70,9 @@ ucs_config_field_t uct_ibshare_md_config_table[] = {
     {"POOL_SIZE", "auto",
      "Size of the node pool, a multiple of the slice size: 1 to 4096 slices,\n"
      "at most the node's available memory (MemAvailable). auto: one slice\n"
-     "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE, or hydra's\n"
-     "MPI_LOCALNRANKS) plus 2 for ranks that join later, or 16 slices if\n"
-     "the launcher does not say.",
+     "per rank on the node (OMPI_COMM_WORLD_LOCAL_SIZE, hydra's\n"
+     "MPI_LOCALNRANKS, or srun's SLURM_STEP_TASKS_PER_NODE: its most) plus\n"
+     "2 for ranks that join later, or 16 slices if the launcher does not say.",
      ucs_offsetof(uct_ibshare_md_config_t, pool_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 

@@ -13,6 +13,7 @@
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,42 @@ static UCS_LIST_HEAD(uct_ibshare_resources_list);
 
 
 /*
+ * The most tasks a node of the Slurm step runs: SLURM_STEP_TASKS_PER_NODE
+ * lists them as "4", "2(x3),1" (2 on each of 3 nodes, then 1). This node's
+ * entry would need the step's node list: the most of any node is a pool
+ * never too small. 0 (unknown) for anything else.
+ */
+static unsigned long uct_ibshare_slurm_local_tasks(const char *list)
+{
+    unsigned long most = 0, tasks, repeat;
+    char *end;
+
+    for (;;) {
+        if (!isdigit((unsigned char)*list)) {
+            return 0;
+        }
+        tasks = strtoul(list, &end, 10);
+        if (strncmp(end, "(x", 2) == 0) {
+            if (!isdigit((unsigned char)end[2])) {
+                return 0;
+            }
+            repeat = strtoul(end + 2, &end, 10);
+            if ((*end != ')') || (repeat == 0)) {
+                return 0;
+            }
+            ++end;
+        }
+        most = ucs_max(most, tasks);
+        if (*end == '\0') {
+            return most;
+        } else if (*end != ',') {
+            return 0;
+        }
+        list = end + 1;
+    }
+}
+
+/*
  * Job key and local size, first found wins: what each launcher sets.
  * MPICH's hydra names no job in the environment; a process it starts has
  * PMI_FD (or PMI_PORT) and MPI_LOCALNRANKS, and is a child of the job's
@@ -52,6 +89,7 @@ static UCS_LIST_HEAD(uct_ibshare_resources_list);
 static void uct_ibshare_job_from_env(uct_ibshare_share_params_t *params)
 {
     const char *slurm_job, *slurm_step, *value;
+    unsigned long members;
     int hydra = ((getenv("PMI_FD") != NULL) ||
                  (getenv("PMI_PORT") != NULL)) &&
                 (getenv("MPI_LOCALNRANKS") != NULL);
@@ -76,7 +114,16 @@ static void uct_ibshare_job_from_env(uct_ibshare_share_params_t *params)
     if ((value == NULL) && hydra) {
         value = getenv("MPI_LOCALNRANKS");
     }
-    params->expected_members = (value != NULL) ? strtoul(value, NULL, 10) : 0;
+    if (value != NULL) {
+        members = strtoul(value, NULL, 10);
+    } else if ((value = getenv("SLURM_STEP_TASKS_PER_NODE")) != NULL) {
+        /* srun starts the ranks before Open MPI's MPI_Init sets its own */
+        members = uct_ibshare_slurm_local_tasks(value);
+    } else {
+        members = 0;
+    }
+    /* (more than a pool holds: the pool's most, not a wrapped count) */
+    params->expected_members = ucs_min(members, UCT_IBSHARE_DESC_MAX_SLICES);
 }
 
 void uct_ibshare_share_params_init(uct_ibshare_share_params_t *params,

@@ -356,7 +356,7 @@ static void test_iface_config_refused(void **state)
 static const char *launcher_vars[] = {
     "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID",
     "SLURM_STEP_ID", "PMI_FD", "PMI_PORT", "MPI_LOCALNRANKS",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", NULL
+    "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE", NULL
 };
 
 /* The job key and the local size as the launcher's environment gives them */
@@ -418,6 +418,47 @@ static void test_job_key_from_launchers(void **state)
     job_from("", &params, NULL);
 }
 
+/* srun --mpi=pmix: the key is PMIx's namespace, one per step; the local
+ * size srun's tasks per node (issue 22), the most of any node */
+static void test_local_size_from_slurm(void **state)
+{
+    static const struct {
+        const char    *tasks;
+        unsigned long expected;
+    } cases[] = {
+        {"4", 4}, {"2(x3),1", 2}, {"1,3(x2)", 3}, {"5(x1),2,7", 7},
+        {"64", 64},
+        /* not srun's format: unknown, the default pool */
+        {"", 0}, {"x", 0}, {"4,", 0}, {"4(x", 0}, {"4(x0)", 0},
+        {"4(x2", 0}, {"4(y2)", 0}, {"-4", 0}, {"4 ", 0}, {"(x2)", 0}
+    };
+    uct_ibshare_share_params_t params;
+    unsigned i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        job_from("", &params, "PMIX_NAMESPACE", "slurm.pmix.12.1",
+                 "SLURM_JOB_ID", "12", "SLURM_STEP_ID", "1",
+                 "SLURM_STEP_TASKS_PER_NODE", cases[i].tasks, NULL);
+        assert_string_equal(params.job_key, "slurm.pmix.12.1");
+        if (params.expected_members != cases[i].expected) {
+            fail_msg("SLURM_STEP_TASKS_PER_NODE='%s': %lu members, not %lu",
+                     cases[i].tasks,
+                     (unsigned long)params.expected_members,
+                     cases[i].expected);
+        }
+    }
+
+    /* Open MPI's and hydra's own counts come first */
+    job_from("", &params, "SLURM_JOB_ID", "12",
+             "SLURM_STEP_TASKS_PER_NODE", "8", "OMPI_COMM_WORLD_LOCAL_SIZE",
+             "3", NULL);
+    assert_int_equal(params.expected_members, 3);
+    job_from("", &params, "SLURM_STEP_TASKS_PER_NODE", "8", "PMI_FD",
+             "5", "MPI_LOCALNRANKS", "2", NULL);
+    assert_int_equal(params.expected_members, 2);
+    job_from("", &params, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_md_config_memory),
         cmocka_unit_test(test_iface_config_refused),
         cmocka_unit_test(test_job_key_from_launchers),
+        cmocka_unit_test(test_local_size_from_slurm),
     };
 
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
