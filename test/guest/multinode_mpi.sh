@@ -121,6 +121,7 @@ esac
 # ---------------------------------------------------------------- host side
 
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
+. "$IBSHARE_SRCDIR/test/mpi_lib.sh"
 
 mpi_prog mpi_check
 [ -x "$prog" ] || finish
@@ -132,11 +133,6 @@ rc=$?
 cat "$tmpdir/guest.log"
 check "the two guests ran the job (status $rc)" test "$rc" -eq 0
 
-# lane_groups LANE FILE: the resource lists of LANE in UCP's ep_cfg lines
-lane_groups() {
-    grep -h -E "$ucp_ep_cfg_re" "$2" 2>/dev/null |
-        grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
-}
 sm_tls='posix|sysv|cma|knem|xpmem'
 
 # check_job NAME TLS

@@ -69,6 +69,7 @@ fi
 # ---------------------------------------------------------------- host side
 
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
+. "$IBSHARE_SRCDIR/test/mpi_lib.sh"
 
 tl=${IBSHARE_TEST_TL:-rc_share}
 case $tl in
@@ -96,22 +97,6 @@ final_row() {
 no_crash() {
     ! grep -E -q 'Segmentation fault|Assertion|backtrace|Caught signal|Aborted' \
         "$@"
-}
-
-# lane_groups LANE FILE...: the resource lists of LANE in UCP's ep_cfg lines,
-# one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
-lane_groups() {
-    grep -h -E "$ucp_ep_cfg_re" "$@" 2>/dev/null |
-        grep -o " $1([^)]*)" | sed "s/^ $1(//; s/)\$//"
-}
-
-# lanes_ok TL LANE FILE...: LANE appears, uses TL, and no other transport
-# than TL or self
-lanes_ok() {
-    groups=$(lane_groups "$2" "$3" "$4")
-    [ -n "$groups" ] || return 1
-    echo "$groups" | grep -E -q "(^| )$1/" || return 1
-    ! echo "$groups" | tr ' ' '\n' | grep -v -e "^$1/" -e '^self/' | grep -q .
 }
 
 status_of() {

@@ -1,0 +1,75 @@
+# shellcheck shell=sh disable=SC2154  # (tl, mode, fallback_lines: the test's; ucp_ep_cfg_re: test/lib.sh's)
+# Host-side helpers of the tests that run MPI and OpenSHMEM jobs in the guest
+# and read what UCX and ibshare_info printed (mpi.sh, slurm.sh,
+# perftest_ucp.sh, multinode_mpi.sh); sourced after test/lib.sh.
+
+# lane_groups LANE FILE...: the resource lists of LANE in UCP's ep_cfg lines,
+# one a line ("rc_verbs/rxe0:1", "self/memory0 rc_verbs/rxe0:1", ...)
+lane_groups() {
+    lg_lane=$1
+    shift
+    grep -h -E "$ucp_ep_cfg_re" "$@" 2>/dev/null |
+        grep -o " $lg_lane([^)]*)" | sed "s/^ $lg_lane(//; s/)\$//"
+}
+
+# lanes_ok TL LANE FILE...: LANE appears, uses TL, and no other transport
+# than TL or self
+lanes_ok() {
+    lo_tl=$1
+    shift
+    lo_groups=$(lane_groups "$@")
+    [ -n "$lo_groups" ] || return 1
+    echo "$lo_groups" | grep -E -q "(^| )$lo_tl/" || return 1
+    ! echo "$lo_groups" | tr ' ' '\n' | grep -v -e "^$lo_tl/" -e '^self/' |
+        grep -q .
+}
+
+# lanes_found LANE FILE...: "LANE(resources) ..." as found, each once
+lanes_found() {
+    lane_groups "$@" | sort -u | sed "s/^/$1(/; s/\$/)/" | tr '\n' ' ' |
+        sed 's/ $//'
+}
+
+# check_lanes LABEL WHO LANE FILE: LANE of UCP's endpoints in FILE on the
+# transport under test ($tl) or self only; WHO names the component that
+# uses it
+check_lanes() {
+    lanes_ok "$tl" "$3" "$4"
+    cl_rc=$?
+    check "$1: $2: $3 lanes on $tl (or self) only: found\
+ $(lanes_found "$3" "$4")" test "$cl_rc" -eq 0
+}
+
+# check_group LABEL NP FILE UNIT [one]: every one of the NP ranks (UNIT:
+# rank, PE) used the node group's resources in the test's mode ($mode);
+# with "one", also one group for the job: $fallback_lines fallback-mode
+# lines (1 in fallback mode, 0 in shared mode)
+check_group() {
+    cg_n=$(grep -c "rxe0: $mode resources: [0-9]* memory registrations" \
+        "$3")
+    check "$1: every $4 used the node group's resources in $mode\
+ mode ($cg_n of $2)" test "$cg_n" -eq "$2"
+    [ "${5:-}" = one ] || return 0
+    cg_n=$(grep -c 'node group in fallback mode' "$3")
+    check "$1: one group for the job: $fallback_lines fallback-mode\
+ line(s) ($cg_n)" test "$cg_n" -eq "$fallback_lines"
+}
+
+# ranks_of FILE: the pids of UCX's log lines in FILE
+# ("[TIME] [HOST:PID  :THREAD] ..."), sorted, one a line
+ranks_of() {
+    grep -o '^\[[0-9.]*\] \[[^:]*:[0-9]* *:' "$1" 2>/dev/null |
+        sed 's/^.*:\([0-9]*\) *:$/\1/' | sort -u
+}
+
+# groups_of INFO: ibshare_info's groups in INFO, "KEY PID..." a line
+groups_of() {
+    sed -n "s/^group of job '\(.*\)' on .*/\1/p; s/^  members: [0-9]* (pids\(.*\))$/\1/p" \
+        "$1" 2>/dev/null | paste -d ' ' - -
+}
+
+# members_of INFO KEY: the pids of KEY's group in INFO, sorted, one a line
+members_of() {
+    groups_of "$1" | awk -v key="$2" '$1 == key {
+        for (i = 2; i <= NF; i++) print $i }' | sort
+}
