@@ -1,4 +1,4 @@
-# shellcheck shell=sh disable=SC2154  # (tl, mode, fallback_lines: the test's; ucp_ep_cfg_re: test/lib.sh's)
+# shellcheck shell=sh disable=SC2154  # (tl, mode, fallback_lines: the test's; ucp_ep_cfg_re, tmpdir: test/lib.sh's)
 # Host-side helpers of the tests that run MPI and OpenSHMEM jobs in the guest
 # and read what UCX and ibshare_info printed (mpi.sh, slurm.sh,
 # perftest_ucp.sh, multinode_mpi.sh); sourced after test/lib.sh.
@@ -72,4 +72,42 @@ groups_of() {
 members_of() {
     groups_of "$1" | awk -v key="$2" '$1 == key {
         for (i = 2; i <= NF; i++) print $i }' | sort
+}
+
+# group_with RANKS INFO KEY...: the KEY whose group in INFO has as members
+# exactly the pids in file RANKS (none: nothing)
+group_with() {
+    gw_ranks=$1 gw_info=$2
+    shift 2
+    for gw_key; do
+        members_of "$gw_info" "$gw_key" > "$tmpdir/members"
+        if [ -s "$tmpdir/members" ] && cmp -s "$tmpdir/members" "$gw_ranks"
+        then
+            echo "$gw_key"
+            return 0
+        fi
+    done
+}
+
+# mpi_check's own lines (its checks, the figures, the summary), indented
+show() {
+    grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$1" 2>/dev/null |
+        sed 's/^/    /'
+}
+
+# summary_ok FILE: mpi_check's summary line says every check passed, and none
+# failed
+summary_ok() {
+    grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$1" 2>/dev/null &&
+        ! grep -q '^FAIL: mpi_check' "$1"
+}
+
+# tail_on_failure LABEL FILE STATUS CHECK...: FILE's last lines unless the
+# job's STATUS is 0 and the command CHECK... succeeds
+tail_on_failure() {
+    tf_label=$1 tf_file=$2 tf_status=$3
+    shift 3
+    [ "$tf_status" = 0 ] && "$@" && return 0
+    echo "--- $tf_label: output (tail)" >&2
+    tail -n 40 "$tf_file" >&2
 }

@@ -277,27 +277,6 @@ status_of() {
     cat "$tmpdir/$1.rc" 2>/dev/null || echo none
 }
 
-# mpi_check's own lines (its checks, the figures, the summary), indented
-show() {
-    grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$1" 2>/dev/null |
-        sed 's/^/    /'
-}
-
-summary_ok() {
-    grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$1" 2>/dev/null &&
-        ! grep -q '^FAIL: mpi_check' "$1"
-}
-
-# tail_on_failure LABEL FILE STATUS CHECK...: FILE's last lines unless the
-# job's STATUS is 0 and the command CHECK... succeeds
-tail_on_failure() {
-    tf_label=$1 tf_file=$2 tf_status=$3
-    shift 3
-    [ "$tf_status" = 0 ] && "$@" && return 0
-    echo "--- $tf_label: output (tail)" >&2
-    tail -n 40 "$tf_file" >&2
-}
-
 runs="np2 np4"
 [ "${IBSHARE_TEST_SCOPE:-}" != generation ] || runs=np2
 for run in $runs; do
@@ -485,13 +464,9 @@ if [ "$tl" = rc_share ]; then
         "test \$(grep -c '^hydra-[0-9]* ' '$tmpdir/pair.groups') -eq 2 &&
          test \$(echo '$keys' | wc -w) -eq 2"
     for run in mpich_a mpich_b; do
-        found=
-        for key in $keys; do
-            members_of "$tmpdir/mpich_pair.info" "$key" > "$tmpdir/members"
-            if cmp -s "$tmpdir/members" "$tmpdir/$run.ranks"; then
-                found=$key
-            fi
-        done
+        # shellcheck disable=SC2086  # (keys: words)
+        found=$(group_with "$tmpdir/$run.ranks" "$tmpdir/mpich_pair.info" \
+                $keys)
         check "$label: $run's ranks ($(tr '\n' ' ' < "$tmpdir/$run.ranks"))\
  are the members of one group (${found:-none})" test -n "$found"
     done

@@ -177,11 +177,6 @@ check "salloc with the two steps exits 0 (status $(cat "$tmpdir/salloc.rc" \
 check "no job left in Slurm's queue" \
     test "$(cat "$tmpdir/queue_left" 2>/dev/null)" = 0
 
-summary_ok() {
-    grep -E -q '^mpi_check: [1-9][0-9]* passed, 0 failed$' "$1" 2>/dev/null &&
-        ! grep -q '^FAIL: mpi_check' "$1"
-}
-
 echo "--- ibshare_info while the steps ran"
 cat "$tmpdir/steps.info" 2>/dev/null
 groups_of "$tmpdir/steps.info" > "$tmpdir/groups"
@@ -196,8 +191,7 @@ for step in a b; do
     out=$tmpdir/$step.out
     label="srun step $step, 4 ranks, UCX_TLS=$tls"
     echo "--- $label"
-    grep -E '^((ok|FAIL): mpi_check|mpi_check: )' "$out" 2>/dev/null |
-        sed 's/^/    /'
+    show "$out"
     status=$(cat "$tmpdir/$step.rc" 2>/dev/null || echo none)
     check "$label: srun exits 0 (status $status)" test "$status" = 0
     summary_ok "$out"
@@ -209,14 +203,8 @@ for step in a b; do
     check_lanes "$label" "osc ucx" rma "$out"
     check_group "$label" 4 "$out" rank one
     ranks_of "$out" > "$tmpdir/$step.ranks"
-    found=
-    for key in $keys; do
-        members_of "$tmpdir/steps.info" "$key" > "$tmpdir/members"
-        if [ -s "$tmpdir/members" ] &&
-           cmp -s "$tmpdir/members" "$tmpdir/$step.ranks"; then
-            found=$key
-        fi
-    done
+    # shellcheck disable=SC2086  # (keys: words)
+    found=$(group_with "$tmpdir/$step.ranks" "$tmpdir/steps.info" $keys)
     check "$label: its ranks ($(tr '\n' ' ' < "$tmpdir/$step.ranks")) are\
  the members of one group (${found:-none})" test -n "$found"
     slices=$(awk -v key="'$found'" '
@@ -224,10 +212,7 @@ for step in a b; do
         g && $1 == "pool:" { print $4 }' "$tmpdir/steps.info")
     check "$label: its pool has 4 + 2 slices, from srun's tasks per node\
  (${slices:-none})" test "${slices:-0}" = 6
-    if [ "$status" != 0 ] || ! summary_ok "$out"; then
-        echo "--- $label: output (tail)" >&2
-        tail -n 40 "$out" >&2
-    fi
+    tail_on_failure "$label" "$out" "$status" summary_ok "$out"
 done
 
 finish
