@@ -56,7 +56,9 @@ check "it depends on exactly libucx0 (= $ucx_version)" \
 
 # In a guest of its own (--no-session: dpkg changes its root file system)
 # with nothing of this build in its environment: install, list,
-# read the man page, remove
+# read the man page, remove. The test bed's own guest, without a session,
+# is checked on this boot too (vm_harness.sh checks a session): the
+# command's exit status (7) comes back, and its stdout and stderr apart
 (cd "$IBSHARE_BUILDDIR" && "$IBSHARE_SRCDIR/contrib/vm/run" --no-session --no-pass-env sh -c '
     run() { name=$1; shift; "$@" > "$dir/$name" 2> "$dir/$name.err"; echo $? > "$dir/$name.rc"; }
     dir=$1 deb=$2 module=$3
@@ -70,8 +72,17 @@ check "it depends on exactly libucx0 (= $ucx_version)" \
     run man man -w ibshare_info
     run remove dpkg -r ucx-ibshare
     run removed test ! -e "$module"
-' sh "$tmpdir" "$deb" "$moduledir/libuct_ibshare.so.0")
-check "guest ran" test $? -eq 0
+    echo out; echo err >&2; echo err2 > /dev/stderr
+    exit 7
+' sh "$tmpdir" "$deb" "$moduledir/libuct_ibshare.so.0") \
+    > "$tmpdir/own.out" 2> "$tmpdir/own.err"
+rc=$?
+cat "$tmpdir/own.out" "$tmpdir/own.err"
+check "its own guest: the command's exit status 7 comes back ($rc)" \
+    test "$rc" -eq 7
+check "its own guest: stdout and stderr apart (re-opening /dev/stderr too)" \
+    sh -c "grep -qx out '$tmpdir/own.out' && ! grep -q err '$tmpdir/own.out' &&
+           grep -qx err '$tmpdir/own.err' && grep -qx err2 '$tmpdir/own.err'"
 
 rc() { cat "$tmpdir/$1.rc"; }
 check "dpkg -i installs it" test "$(rc install)" -eq 0
