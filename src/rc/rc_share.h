@@ -216,6 +216,8 @@ typedef struct uct_rc_share_iface {
     uct_recv_desc_t           release_desc;
     ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
     ucs_list_link_t           draining;     /* eps posting their backlog */
+    ucs_list_link_t           grants_owed;  /* connections whose grant waits
+                                               for room (rc_share_conn.c) */
     ucs_list_link_t           ep_list;
 
     /* The connections and their handshake (rc_share_conn.c) */

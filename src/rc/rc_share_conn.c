@@ -98,7 +98,7 @@ struct uct_rc_share_conn {
     uct_rc_share_txq_t        txq;          /* main thread */
     int                       fc_wnd;       /* main thread */
     int                       grant_owed;   /* main thread */
-    ucs_list_link_t           owed_list;    /* conn->grants_owed */
+    ucs_list_link_t           owed_list;    /* iface->grants_owed */
     uct_rc_share_iface_t      *iface;
     uct_rc_share_conn_key_t   key;
     uct_rc_share_conn_state_t state;
@@ -164,7 +164,6 @@ struct uct_rc_share_conn_iface {
     unsigned                  count;
     ucs_list_link_t           timed;        /* uct_rc_share_conn_t */
     ucs_list_link_t           main;         /* uct_rc_share_conn_t */
-    ucs_list_link_t           grants_owed;  /* main thread */
     unsigned                  owners_waiting; /* owners of connecting or
                                                  checked connections */
     uct_worker_cb_id_t        main_prog_id;
@@ -1722,10 +1721,9 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
 
 void uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface)
 {
-    uct_rc_share_conn_iface_t *ci = iface->conn;
     uct_rc_share_conn_t *conn, *tmp;
 
-    ucs_list_for_each_safe(conn, tmp, &ci->grants_owed, owed_list) {
+    ucs_list_for_each_safe(conn, tmp, &iface->grants_owed, owed_list) {
         if (!uct_rc_share_conn_post_grant(conn) &&
             (conn->state == UCT_RC_SHARE_CONN_CONNECTED)) {
             continue;
@@ -1764,48 +1762,102 @@ int uct_rc_share_conn_fc_rx(uct_rc_share_iface_t *iface, uint32_t qp_num,
     if ((conn != NULL) && !conn->grant_owed &&
         !uct_rc_share_conn_post_grant(conn)) {
         conn->grant_owed = 1;
-        ucs_list_add_tail(&ci->grants_owed, &conn->owed_list);
+        ucs_list_add_tail(&iface->grants_owed, &conn->owed_list);
     }
     return 0;
 }
 
-int uct_rc_share_conn_tx_complete(uct_rc_share_conn_t *conn, uint16_t sn,
-                                  ucs_status_t status)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_conn_wc_status(enum ibv_wc_status status)
+{
+    if (ucs_likely(status == IBV_WC_SUCCESS)) {
+        return UCS_OK;
+    } else if (status == IBV_WC_WR_FLUSH_ERR) {
+        return UCS_ERR_CANCELED;
+    } else if ((status == IBV_WC_RETRY_EXC_ERR) ||
+               (status == IBV_WC_RNR_RETRY_EXC_ERR)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+    return UCS_ERR_CONNECTION_RESET;
+}
+
+/* A completion in error: the connection fails, if it was connected; 1 if
+ * it failed now and has an owner to tell */
+static UCS_F_NOINLINE int
+uct_rc_share_conn_tx_error(uct_rc_share_conn_t *conn, ucs_status_t status)
 {
     ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
     int newly_failed           = 0;
 
-    if (ucs_unlikely(status != UCS_OK)) {
-        UCS_ASYNC_BLOCK(async);
-        if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
-            if (status != UCS_ERR_CANCELED) {
-                ucs_diag("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64
-                         " (QP 0x%x) failed: %s",
-                         uct_rc_share_dev_name(conn->iface),
-                         conn->iface->port_num, conn->key.sn,
-                         conn->key.peer_id, conn->txq.qp->qp_num,
-                         ucs_status_string(status));
-            }
-            uct_rc_share_conn_stop_check(conn);
-            conn->state     = UCT_RC_SHARE_CONN_FAILED;
-            conn->peer_half = 0;
-            conn->main_status = status;
-            newly_failed    = (conn->owner != NULL);
+    UCS_ASYNC_BLOCK(async);
+    if (conn->state == UCT_RC_SHARE_CONN_CONNECTED) {
+        if (status != UCS_ERR_CANCELED) {
+            ucs_diag("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64
+                     " (QP 0x%x) failed: %s",
+                     uct_rc_share_dev_name(conn->iface),
+                     conn->iface->port_num, conn->key.sn, conn->key.peer_id,
+                     conn->txq.qp->qp_num, ucs_status_string(status));
         }
-        UCS_ASYNC_UNBLOCK(async);
+        uct_rc_share_conn_stop_check(conn);
+        conn->state       = UCT_RC_SHARE_CONN_FAILED;
+        conn->peer_half   = 0;
+        conn->main_status = status;
+        newly_failed      = (conn->owner != NULL);
+    }
+    UCS_ASYNC_UNBLOCK(async);
+    return newly_failed;
+}
+
+/* A completion of a connection whose owner is gone */
+static UCS_F_NOINLINE void
+uct_rc_share_conn_tx_orphan(uct_rc_share_conn_t *conn)
+{
+    ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
+
+    UCS_ASYNC_BLOCK(async);
+    uct_rc_share_conn_disconnect(conn);
+    uct_rc_share_conn_release(conn);
+    UCS_ASYNC_UNBLOCK(async);
+}
+
+/* Delivers what this WR and the unsignaled ones before it leave, and
+ * returns their send-queue slots and CQ entries; 1 if the connection
+ * failed now */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_conn_wr_done(uct_rc_share_conn_t *conn, uint16_t sn,
+                          ucs_status_t status)
+{
+    int newly_failed = 0;
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        newly_failed = uct_rc_share_conn_tx_error(conn, status);
     }
 
     (void)uct_rc_share_txq_complete(&conn->txq, sn, status);
 
     if (ucs_unlikely(conn->owner == NULL)) {
-        UCS_ASYNC_BLOCK(async);
-        uct_rc_share_conn_disconnect(conn);
-        uct_rc_share_conn_release(conn);
-        UCS_ASYNC_UNBLOCK(async);
+        uct_rc_share_conn_tx_orphan(conn);
     } else if (!newly_failed) {
         conn->owner_ops->tx_resumed(conn->owner);
     }
     return newly_failed;
+}
+
+int uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
+                                  uct_rc_share_conn_t **failed)
+{
+    uct_rc_share_conn_t *conn;
+    int i, num_failed = 0;
+
+    for (i = 0; i < n; ++i) {
+        conn = uct_rc_share_wr_id_owner(wc[i].wr_id);
+        if (uct_rc_share_conn_wr_done(conn, uct_rc_share_wr_id_sn(wc[i].wr_id),
+                                      uct_rc_share_conn_wc_status(
+                                              wc[i].status))) {
+            failed[num_failed++] = conn;
+        }
+    }
+    return num_failed;
 }
 
 void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn)
@@ -1864,7 +1916,7 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
     kh_init_inplace(uct_rc_share_peers, &ci->peers);
     ucs_list_head_init(&ci->timed);
     ucs_list_head_init(&ci->main);
-    ucs_list_head_init(&ci->grants_owed);
+    ucs_list_head_init(&iface->grants_owed);
     ucs_list_head_init(&ci->retired);
 
     /* The secret: what nobody can guess, nor learn but from our address */

@@ -173,12 +173,14 @@ int *uct_rc_share_conn_fc_wnd(uct_rc_share_conn_t *conn);
 void uct_rc_share_conn_check(uct_rc_share_conn_t *conn);
 
 /*
- * A send completion of the connection's QP (main thread). Returns 1 if it
- * failed the connection now: the caller then tells the owner
- * (uct_rc_share_conn_report_failure), after its batch of completions.
+ * A batch of send completions of the iface's send CQ, each of the
+ * connection its wr_id names (main thread). The connections that failed now
+ * go into failed (room for n), their number returned: the caller then tells
+ * their owners (uct_rc_share_conn_report_failure), after the batch. One
+ * call a batch: the completion of every put, get and flush passes here.
  */
-int uct_rc_share_conn_tx_complete(uct_rc_share_conn_t *conn, uint16_t sn,
-                                  ucs_status_t status);
+int uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
+                                  uct_rc_share_conn_t **failed);
 void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn);
 
 /* Grants that waited for room in their QP's send queue (main thread) */

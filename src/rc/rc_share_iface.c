@@ -555,7 +555,8 @@ uct_rc_share_iface_rx_drop(uct_rc_share_iface_t *iface,
     }
 }
 
-static unsigned uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned
+uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
     uct_rc_share_rx_desc_t *desc;
@@ -660,26 +661,12 @@ static void uct_rc_share_iface_drain_backlogs(uct_rc_share_iface_t *iface)
     }
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_rc_share_wc_status(enum ibv_wc_status status)
-{
-    if (ucs_likely(status == IBV_WC_SUCCESS)) {
-        return UCS_OK;
-    } else if (status == IBV_WC_WR_FLUSH_ERR) {
-        return UCS_ERR_CANCELED;
-    } else if ((status == IBV_WC_RETRY_EXC_ERR) ||
-               (status == IBV_WC_RNR_RETRY_EXC_ERR)) {
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    }
-    return UCS_ERR_CONNECTION_RESET;
-}
-
-static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned
+uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
 {
     struct ibv_wc wc[UCT_RC_SHARE_POLL_BATCH];
     uct_rc_share_conn_t *failed[UCT_RC_SHARE_POLL_BATCH];
-    uct_rc_share_conn_t *conn;
-    int i, n, num_failed = 0;
+    int i, n, num_failed;
 
     n = uct_rc_share_cq_poll(iface->send_cq, &iface->send_stash,
                              UCT_RC_SHARE_POLL_BATCH, wc);
@@ -687,24 +674,16 @@ static unsigned uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
         return 0;
     }
 
-    for (i = 0; i < n; ++i) {
-        /* Delivers what this WR and the unsignaled ones before it leave,
-         * and returns their send-queue slots and CQ entries */
-        conn = uct_rc_share_wr_id_owner(wc[i].wr_id);
-        if (uct_rc_share_conn_tx_complete(conn,
-                                          uct_rc_share_wr_id_sn(wc[i].wr_id),
-                                          uct_rc_share_wc_status(
-                                                  wc[i].status))) {
-            failed[num_failed++] = conn;
-        }
-    }
+    num_failed = uct_rc_share_conn_tx_complete(wc, n, failed);
 
     /* Reported after the batch: the handler may destroy the endpoint */
     for (i = 0; i < num_failed; ++i) {
         uct_rc_share_conn_report_failure(failed[i]);
     }
 
-    uct_rc_share_conn_grants_progress(iface);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->grants_owed))) {
+        uct_rc_share_conn_grants_progress(iface);
+    }
     if (ucs_unlikely(!ucs_list_is_empty(&iface->draining))) {
         uct_rc_share_iface_drain_backlogs(iface);
     }

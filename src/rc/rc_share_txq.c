@@ -104,56 +104,12 @@ static uct_completion_t *uct_rc_share_tx_op_take_comp(uintptr_t op)
     return comp;
 }
 
-/* Tail bookkeeping: a queue with unsignaled WRs after its last signaled
- * one holds one CQ entry more, for the NOP that may have to report them */
-static UCS_F_ALWAYS_INLINE void uct_rc_share_txq_tail_end(
-        uct_rc_share_txq_t *txq)
+void uct_rc_share_txq_post_failed(uct_rc_share_txq_t *txq, uintptr_t op,
+                                  int ret)
 {
-    if (txq->unsignaled != 0) {
-        txq->unsignaled = 0;
-        --txq->res->tailed;
-        ++txq->res->cq_available;
-    }
-}
-
-ucs_status_t uct_rc_share_txq_post(uct_rc_share_txq_t *txq,
-                                   struct ibv_send_wr *wr, uintptr_t op,
-                                   int signal)
-{
-    uct_rc_share_tx_res_t *res = txq->res;
-    uint64_t sn                = txq->posted + 1;
-    struct ibv_send_wr *bad_wr;
-    int ret;
-
-    signal = signal || (txq->unsignaled >= res->moderation) ||
-             (res->cq_available <= (int)res->moderation);
-
-    wr->wr_id       = txq->wr_id_base | (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
-    wr->next        = NULL;
-    wr->send_flags |= (signal ? IBV_SEND_SIGNALED : 0) |
-                      (txq->fence ? IBV_SEND_FENCE : 0);
-
-    ret = ibv_post_send(txq->qp, wr, &bad_wr);
-    if (ucs_unlikely(ret != 0)) {
-        ucs_error("ibv_post_send(QP 0x%x) failed: %s", txq->qp->qp_num,
-                  strerror(ret));
-        uct_rc_share_tx_op_release(op);
-        return UCS_ERR_IO_ERROR;
-    }
-
-    ucs_assert(txq->ops[sn & txq->ops_mask] == 0);
-    txq->ops[sn & txq->ops_mask] = op;
-    txq->posted                  = sn;
-    txq->fence                   = 0;
-    --txq->sq_available;
-    --res->cq_available;
-    if (signal) {
-        uct_rc_share_txq_tail_end(txq);
-    } else if (txq->unsignaled++ == 0) {
-        ++res->tailed;
-        --res->cq_available;
-    }
-    return UCS_OK;
+    ucs_error("ibv_post_send(QP 0x%x) failed: %s", txq->qp->qp_num,
+              strerror(ret));
+    uct_rc_share_tx_op_release(op);
 }
 
 ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
@@ -268,71 +224,12 @@ ucs_status_t uct_rc_share_txq_report_tail(uct_rc_share_txq_t *txq)
     return uct_rc_share_txq_post_nop(txq);
 }
 
-/* Delivers what a WR done leaves: fetched data, the user's completion, the
- * descriptor back to its pool */
-static UCS_F_ALWAYS_INLINE void
-uct_rc_share_txq_op_done(uct_rc_share_txq_t *txq, uintptr_t op,
-                         ucs_status_t status)
+void uct_rc_share_txq_complete_invalid(const uct_rc_share_txq_t *txq,
+                                       uint16_t sn)
 {
-    uct_rc_share_tx_desc_t *desc;
-
-    if (op & UCT_RC_SHARE_TX_OP_COMP) {
-        if (ucs_likely(txq->deliver)) {
-            uct_invoke_completion((uct_completion_t*)
-                                  (op & ~UCT_RC_SHARE_TX_OP_COMP), status);
-        }
-        return;
-    }
-
-    desc = (uct_rc_share_tx_desc_t*)op;
-    if (ucs_likely(txq->deliver)) {
-        if ((status == UCS_OK) && (desc->handler != NULL)) {
-            desc->handler(desc);
-        }
-        if (desc->comp != NULL) {
-            uct_invoke_completion(desc->comp, status);
-        }
-    }
-    ucs_mpool_put_inline(desc);
-    txq->res->desc_starved = 0;
-}
-
-unsigned uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
-                                   ucs_status_t status)
-{
-    unsigned count = (uint16_t)(sn - (uint16_t)txq->completed);
-    uint64_t first = txq->completed + 1;
-    uint64_t last  = txq->completed + count;
-    uintptr_t *entry;
-    uintptr_t op;
-    uint64_t i;
-
-    if (ucs_unlikely((count == 0) || (last > txq->posted))) {
-        ucs_error("QP 0x%x: completion of WR %u, but %" PRIu64 " are done "
-                  "and %" PRIu64 " posted", txq->qp->qp_num, sn,
-                  txq->completed, txq->posted);
-        return 0;
-    }
-
-    /* Callbacks may post, but not past these entries: their slots and CQ
-     * entries come back only after the loop */
-    for (i = first; i <= last; ++i) {
-        entry = &txq->ops[i & txq->ops_mask];
-        op    = *entry;
-        if (op != 0) {
-            *entry = 0;
-            uct_rc_share_txq_op_done(txq, op, (i == last) ? status : UCS_OK);
-        }
-    }
-
-    txq->sq_available     += count;
-    txq->completed         = last;
-    txq->res->cq_available += count;
-    if (txq->completed == txq->posted) {
-        /* The tail, if any, went in error completions: no NOP needed */
-        uct_rc_share_txq_tail_end(txq);
-    }
-    return count;
+    ucs_error("QP 0x%x: completion of WR %u, but %" PRIu64 " are done "
+              "and %" PRIu64 " posted", txq->qp->qp_num, sn, txq->completed,
+              txq->posted);
 }
 
 ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
@@ -352,8 +249,8 @@ ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
     return UCS_OK;
 }
 
-void uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq,
-                                     ucs_status_t status, int connecting)
+void uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq,
+                                 ucs_status_t status, int connecting)
 {
     int backlog_gone = !connecting && (txq->completed == txq->posted);
     uct_rc_share_flush_req_t *req;

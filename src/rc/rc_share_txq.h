@@ -32,6 +32,8 @@
 
 #include "rc_share.h"
 
+#include <ucs/datastruct/mpool.inl>
+
 
 /* An ops entry that is a user completion (a descriptor has bit 0 clear) */
 #define UCT_RC_SHARE_TX_OP_COMP 1ul
@@ -98,11 +100,64 @@ uct_rc_share_txq_has_room(const uct_rc_share_txq_t *txq)
     return (txq->sq_available > 0) && (txq->res->cq_available > 0);
 }
 
+/* Tail bookkeeping: a queue with unsignaled WRs after its last signaled
+ * one holds one CQ entry more, for the NOP that may have to report them */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_txq_tail_end(uct_rc_share_txq_t *txq)
+{
+    if (txq->unsignaled != 0) {
+        txq->unsignaled = 0;
+        --txq->res->tailed;
+        ++txq->res->cq_available;
+    }
+}
+
+/* (logs the failure, releases op) */
+void uct_rc_share_txq_post_failed(uct_rc_share_txq_t *txq, uintptr_t op,
+                                  int ret);
+
 /* Posts one WR (the caller checked the room). op: what its completion
- * delivers, 0 for nothing. signal: the caller waits for it. */
-ucs_status_t uct_rc_share_txq_post(uct_rc_share_txq_t *txq,
-                                   struct ibv_send_wr *wr, uintptr_t op,
-                                   int signal);
+ * delivers, 0 for nothing. signal: the caller waits for it. Inline, as the
+ * completion below: each is on the path of every operation, and as calls
+ * they cost a tenth of rc_share's instructions per put + flush or get
+ * (doc/bench.md, issue 23). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_txq_post(uct_rc_share_txq_t *txq, struct ibv_send_wr *wr,
+                      uintptr_t op, int signal)
+{
+    uct_rc_share_tx_res_t *res = txq->res;
+    uint64_t sn                = txq->posted + 1;
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    signal = signal || (txq->unsignaled >= res->moderation) ||
+             (res->cq_available <= (int)res->moderation);
+
+    wr->wr_id       = txq->wr_id_base | (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
+    wr->next        = NULL;
+    wr->send_flags |= (signal ? IBV_SEND_SIGNALED : 0) |
+                      (txq->fence ? IBV_SEND_FENCE : 0);
+
+    ret = ibv_post_send(txq->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        uct_rc_share_txq_post_failed(txq, op, ret);
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ucs_assert(txq->ops[sn & txq->ops_mask] == 0);
+    txq->ops[sn & txq->ops_mask] = op;
+    txq->posted                  = sn;
+    txq->fence                   = 0;
+    --txq->sq_available;
+    --res->cq_available;
+    if (signal) {
+        uct_rc_share_txq_tail_end(txq);
+    } else if (txq->unsignaled++ == 0) {
+        ++res->tailed;
+        --res->cq_available;
+    }
+    return UCS_OK;
+}
 
 /* Keeps an operation for when the QP is connected, in order (inline data
  * copied: the caller may reuse its buffer) */
@@ -127,6 +182,39 @@ ucs_status_t uct_rc_share_txq_report_tail(uct_rc_share_txq_t *txq);
 /* The same, with no tail to report: a round trip to the peer (ep_check) */
 ucs_status_t uct_rc_share_txq_post_nop(uct_rc_share_txq_t *txq);
 
+/* (logs a completion that is not of this queue's WRs) */
+void uct_rc_share_txq_complete_invalid(const uct_rc_share_txq_t *txq,
+                                       uint16_t sn);
+
+/* Delivers what a WR done leaves: fetched data, the user's completion, the
+ * descriptor back to its pool */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_txq_op_done(uct_rc_share_txq_t *txq, uintptr_t op,
+                         ucs_status_t status)
+{
+    uct_rc_share_tx_desc_t *desc;
+
+    if (op & UCT_RC_SHARE_TX_OP_COMP) {
+        if (ucs_likely(txq->deliver)) {
+            uct_invoke_completion((uct_completion_t*)
+                                  (op & ~UCT_RC_SHARE_TX_OP_COMP), status);
+        }
+        return;
+    }
+
+    desc = (uct_rc_share_tx_desc_t*)op;
+    if (ucs_likely(txq->deliver)) {
+        if ((status == UCS_OK) && (desc->handler != NULL)) {
+            desc->handler(desc);
+        }
+        if (desc->comp != NULL) {
+            uct_invoke_completion(desc->comp, status);
+        }
+    }
+    ucs_mpool_put_inline(desc);
+    txq->res->desc_starved = 0;
+}
+
 /*
  * A send completion of the WR numbered sn (its low 16 bits): it and the
  * unsignaled WRs before it are done. In error, the WRs before it succeeded
@@ -134,8 +222,41 @@ ucs_status_t uct_rc_share_txq_post_nop(uct_rc_share_txq_t *txq);
  * takes the status. Returns how many WRs it completed, 0 for a completion
  * that is not of this queue's WRs (which must not happen).
  */
-unsigned uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
-                                   ucs_status_t status);
+static UCS_F_ALWAYS_INLINE unsigned
+uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
+                          ucs_status_t status)
+{
+    unsigned count = (uint16_t)(sn - (uint16_t)txq->completed);
+    uint64_t last  = txq->completed + count;
+    uintptr_t *entry;
+    uintptr_t op;
+    uint64_t i;
+
+    if (ucs_unlikely((count == 0) || (last > txq->posted))) {
+        uct_rc_share_txq_complete_invalid(txq, sn);
+        return 0;
+    }
+
+    /* Callbacks may post, but not past these entries: their slots and CQ
+     * entries come back only after the loop */
+    for (i = txq->completed + 1; i <= last; ++i) {
+        entry = &txq->ops[i & txq->ops_mask];
+        op    = *entry;
+        if (op != 0) {
+            *entry = 0;
+            uct_rc_share_txq_op_done(txq, op, (i == last) ? status : UCS_OK);
+        }
+    }
+
+    txq->sq_available      += count;
+    txq->completed          = last;
+    txq->res->cq_available += count;
+    if (txq->completed == txq->posted) {
+        /* The tail, if any, went in error completions: no NOP needed */
+        uct_rc_share_txq_tail_end(txq);
+    }
+    return count;
+}
 
 /* Whether no WR is in flight and none waits in the backlog */
 static UCS_F_ALWAYS_INLINE int
@@ -153,8 +274,17 @@ ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
  * status. While connecting, the backlog may still be posted; otherwise
  * it is gone (posted or dropped), and with nothing in flight every flush
  * is done. */
-void uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq,
-                                     ucs_status_t status, int connecting);
+void uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq,
+                                 ucs_status_t status, int connecting);
+
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq, ucs_status_t status,
+                                int connecting)
+{
+    if (!ucs_queue_is_empty(&txq->flush_reqs)) {
+        uct_rc_share_txq_flush_done(txq, status, connecting);
+    }
+}
 
 /* The user's completions of the WRs in flight are called now with
  * CANCELED, and nothing else reaches the user (deliver = 0); what the WRs
