@@ -442,6 +442,14 @@ static int client(void)
         die("ucp_ep_rkey_unpack", status);
     }
 
+    /* The lanes up (UCP's wireup) before the first operation: outside
+     * the op_ functions, which contrib/bench_rma --instructions counts */
+    ++r.value;
+    wait_request(ucp_put_nbx(r.ep, &r.value, 8, r.raddr, r.rkey, &no_param),
+                 "ucp_put_nbx");
+    wait_request(ucp_worker_flush_nbx(worker, &no_param),
+                 "ucp_worker_flush_nbx");
+
     run_op("put8_worker_flush", op_put8_worker_flush, &r, 1);
     run_op("put8_ep_flush", op_put8_ep_flush, &r, 1);
     run_op("get8", op_get8, &r, 1);

@@ -6,9 +6,16 @@
  * `FAIL: shmem_check: ...`; PE 0 prints the summary `shmem_check: N passed,
  * M failed` (all PEs' checks), and the program exits 1 when one failed.
  * Run with 2 or more PEs and SHMEM_SYMMETRIC_SIZE of at least 80M
- * (test/guest/shmem.sh).
+ * (test/guest/mpi.sh).
+ *
+ * --latency: what a one-sided user waits for, timed on PE 0 against PE 1
+ * (contrib/bench_rma, issue 23): an 8-byte shmem_putmem followed by
+ * shmem_quiet, and a blocking 8-byte shmem_getmem; per operation the median
+ * and the least of BATCHES batches of ITERS, in the lines of
+ * contrib/rma_lat ("op NAME median_us X min_us Y ...").
  *
  *   shmem_check [BIG_MIB]   (default 64: the large symmetric object, MiB)
+ *   shmem_check --latency ITERS BATCHES
  */
 #include <shmem.h>
 
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 
 static int me, npes;
@@ -199,9 +207,93 @@ static void reduction(void)
           npes, bad);
 }
 
+/* ------------------------------------------------------------ latency */
+
+#define LATENCY_MAX_BATCHES 64
+#define LATENCY_WARMUP      50
+
+static uint64_t lat_target, lat_value, lat_got;  /* symmetric */
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double*)a, y = *(const double*)b;
+
+    return (x > y) - (x < y);
+}
+
+static void op_put8_quiet(void)
+{
+    ++lat_value;
+    shmem_putmem(&lat_target, &lat_value, sizeof(lat_value), 1);
+    shmem_quiet();
+}
+
+static void op_get8(void)
+{
+    shmem_getmem(&lat_got, &lat_target, sizeof(lat_got), 1);
+}
+
+static void lat_op(const char *name, void (*op)(void), long iters,
+                   long batches)
+{
+    double t[LATENCY_MAX_BATCHES], start;
+    long i, b;
+
+    for (i = 0; i < LATENCY_WARMUP; ++i) {
+        op();
+    }
+    for (b = 0; b < batches; ++b) {
+        start = now_us();
+        for (i = 0; i < iters; ++i) {
+            op();
+        }
+        t[b] = (now_us() - start) / iters;
+    }
+    qsort(t, batches, sizeof(*t), cmp_double);
+    printf("op %s median_us %.2f min_us %.2f batches %ld iters %ld\n", name,
+           t[batches / 2], t[0], batches, iters);
+    fflush(stdout);
+}
+
+static int latency(long iters, long batches)
+{
+    if (me == 0) {
+        lat_op("put8_quiet", op_put8_quiet, iters, batches);
+        lat_op("get8", op_get8, iters, batches);
+        check(lat_got == lat_value, "latency: the last put's value (%llu) "
+              "came back (%llu)", (unsigned long long)lat_value,
+              (unsigned long long)lat_got);
+    }
+    shmem_barrier_all();
+    return failed ? 1 : 0;
+}
+
+static long parse_count(const char *s, long max)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+
+    return ((*s == '\0') || (*end != '\0') || (v < 1) || (v > max)) ? 0 : v;
+}
+
+/* ------------------------------------------------------------ main */
+
 int main(int argc, char **argv)
 {
-    long big_mib = (argc > 1) ? strtol(argv[1], NULL, 10) : 64;
+    int lat      = (argc > 1) && (strcmp(argv[1], "--latency") == 0);
+    long big_mib = (!lat && (argc > 1)) ? strtol(argv[1], NULL, 10) : 64;
+    long iters   = (lat && (argc > 2)) ? parse_count(argv[2], 1000000) : 0;
+    long batches = (lat && (argc > 3)) ?
+                   parse_count(argv[3], LATENCY_MAX_BATCHES) : 0;
+    int ret;
     size_t words = ((size_t)big_mib << 20) / sizeof(uint64_t);
     static long all_failed, my_failed, all_passed, my_passed;
     uint64_t *big;
@@ -221,6 +313,20 @@ int main(int argc, char **argv)
         }
         shmem_finalize();
         return 2;
+    }
+
+    if (lat) {
+        if ((iters == 0) || (batches == 0)) {
+            if (me == 0) {
+                fprintf(stderr, "shmem_check: --latency ITERS BATCHES (1 to "
+                        "1000000, 1 to %d)\n", LATENCY_MAX_BATCHES);
+            }
+            ret = 2;
+        } else {
+            ret = latency(iters, batches);
+        }
+        shmem_finalize();
+        return ret;
     }
 
     big = shmem_malloc(words * sizeof(*big));
