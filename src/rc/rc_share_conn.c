@@ -1835,9 +1835,13 @@ uct_rc_share_conn_wr_done(uct_rc_share_conn_t *conn, uint16_t sn,
 
     (void)uct_rc_share_txq_complete(&conn->txq, sn, status);
 
+    /* The owner only hears of it when something of its waits: the call
+     * costs more than the rest of a completion */
     if (ucs_unlikely(conn->owner == NULL)) {
         uct_rc_share_conn_tx_orphan(conn);
-    } else if (!newly_failed) {
+    } else if (!newly_failed &&
+               (conn->txq.owner_waits ||
+                uct_rc_share_txq_flush_due(&conn->txq))) {
         conn->owner_ops->tx_resumed(conn->owner);
     }
     return newly_failed;

@@ -728,6 +728,7 @@ ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     }
 
     uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ep->txq->owner_waits = 1; /* until the group is empty */
     if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
         ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     }
@@ -898,7 +899,9 @@ static void uct_rc_share_ep_conn_tx_resumed(void *owner)
 {
     uct_rc_share_ep_t *ep = owner;
 
-    if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
+    if (ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        ep->txq->owner_waits = 0;
+    } else if (ep->state == UCT_RC_SHARE_EP_CONNECTED) {
         ucs_arbiter_group_schedule(&uct_rc_share_ep_iface(ep)->arbiter,
                                    &ep->arb_group);
     }

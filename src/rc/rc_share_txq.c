@@ -10,13 +10,6 @@
 #include <string.h>
 
 
-typedef struct uct_rc_share_flush_req {
-    ucs_queue_elem_t          queue;
-    uct_completion_t          *comp;
-    uint64_t                  sn;          /* done when completed reaches it */
-} uct_rc_share_flush_req_t;
-
-
 /* Pools of plain memory: flush requests, and the iface's backlog */
 ucs_mpool_ops_t uct_rc_share_malloc_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,

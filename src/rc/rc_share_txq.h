@@ -55,7 +55,18 @@ struct uct_rc_share_txq {
     ucs_queue_head_t          backlog;      /* uct_rc_share_backlog_op_t */
     unsigned                  backlog_len;
     ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
+    int                       owner_waits;  /* the owner has requests
+                                               pending for send resources:
+                                               completions tell it */
 };
+
+
+/* A flush request: done when the queue's completed WRs reach sn */
+typedef struct uct_rc_share_flush_req {
+    ucs_queue_elem_t          queue;
+    uct_completion_t          *comp;
+    uint64_t                  sn;
+} uct_rc_share_flush_req_t;
 
 
 /*
@@ -238,15 +249,16 @@ uct_rc_share_txq_complete(uct_rc_share_txq_t *txq, uint16_t sn,
     }
 
     /* Callbacks may post, but not past these entries: their slots and CQ
-     * entries come back only after the loop */
-    for (i = txq->completed + 1; i <= last; ++i) {
-        entry = &txq->ops[i & txq->ops_mask];
+     * entries come back only after the loop (count >= 1) */
+    i = txq->completed;
+    do {
+        entry = &txq->ops[++i & txq->ops_mask];
         op    = *entry;
         if (op != 0) {
             *entry = 0;
             uct_rc_share_txq_op_done(txq, op, (i == last) ? status : UCS_OK);
         }
-    }
+    } while (i < last);
 
     txq->sq_available      += count;
     txq->completed          = last;
@@ -277,11 +289,28 @@ ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
 void uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq,
                                  ucs_status_t status, int connecting);
 
+/* Whether a flush request may be done: the oldest one's WRs are, or none
+ * is in flight. Inline, as every send completion asks it while a flush
+ * waits (a call per completion cost more than the completion itself:
+ * doc/bench.md, issue 23). */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_txq_flush_due(const uct_rc_share_txq_t *txq)
+{
+    const uct_rc_share_flush_req_t *req;
+
+    if (ucs_likely(ucs_queue_is_empty(&txq->flush_reqs))) {
+        return 0;
+    }
+    req = ucs_queue_head_elem_non_empty(&txq->flush_reqs,
+                                        uct_rc_share_flush_req_t, queue);
+    return (req->sn <= txq->completed) || (txq->completed == txq->posted);
+}
+
 static UCS_F_ALWAYS_INLINE void
 uct_rc_share_txq_flush_progress(uct_rc_share_txq_t *txq, ucs_status_t status,
                                 int connecting)
 {
-    if (!ucs_queue_is_empty(&txq->flush_reqs)) {
+    if (uct_rc_share_txq_flush_due(txq)) {
         uct_rc_share_txq_flush_done(txq, status, connecting);
     }
 }
