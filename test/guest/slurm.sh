@@ -13,8 +13,11 @@
 # (srun's SLURM_STEP_TASKS_PER_NODE; Open MPI sets its local size only in
 # MPI_Init).
 #
-# In every `make check` in both modes: slurm.sh (fallback mode, Debian's
-# rxe provider) and slurm-shared.sh (shared mode, the import provider).
+# Where it runs: slurm-shared.sh (shared mode, the import provider) in every
+# `make check`; this one (fallback mode, Debian's rxe provider) in the long
+# run only (contrib/check --long; CI's time): what it checks is the same
+# code in both modes, but for the resources each rank runs on, whose
+# fallback form mpi.sh checks (one PD and one slice MR per rank).
 # The daemons' logs are shown when the job fails.
 
 steps_timeout=300
