@@ -201,7 +201,8 @@ shmem() {
 # call.
 shmem_setting="--mca opal_common_ucx_opal_mem_hooks 0"
 
-# fallback_short: 1 in fallback mode's default run (the head comment)
+# fallback_short: 1 in fallback mode's default run (the head comment); a
+# function, as the host side knows the mode only from test/lib.sh
 fallback_short() {
     if [ "$IBSHARE_TEST_MODE" != shared ] &&
        [ "${IBSHARE_TEST_LONG:-0}" != 1 ]; then
