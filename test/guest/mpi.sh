@@ -11,13 +11,16 @@
 # appear, every rank must have run on the node group's resources in the
 # test's mode, and while 4 ranks run the kernel holds one PD and one pool MR
 # for the node in shared mode (the import provider), one PD and one slice MR
-# per rank in fallback mode. Also: in shared mode, 4 ranks with shared
-# memory added to UCX_TLS pass (lanes only reported), and pml ucx fails,
-# instead of falling back to another pml, when UCX has no device.
+# per rank in fallback mode. Also: pml ucx fails, instead of falling back
+# to another pml, when UCX has no device; and in shared mode's long run,
+# 4 ranks with shared memory added to UCX_TLS pass (lanes only reported;
+# multinode_mpi-shared.sh runs rc_share,sm,self in every run, its lanes
+# checked).
 #
 # OpenSHMEM (Open MPI's oshrun, spml ucx; issue 22), in the same boot:
 # shmem_check (put, get, atomics, barriers, reductions, a 64 MiB object)
-# passes on 4 PEs (and on 2 in shared mode) with the transport under test
+# passes on 4 PEs (and on 2 in shared mode's long run) with the transport
+# under test
 # on the rma lanes and, for rc_share, one group of the job's PEs; with
 # --mca opal_common_ucx_opal_mem_hooks 0, which avoids Open MPI 4.1.4's exit
 # crash (ompi#11604); in shared mode in the long run (contrib/check --long)
@@ -172,13 +175,13 @@ run_shmem() {
          "$(cat "$out/$name.rc"), $(($(date +%s) - start)) s"
 }
 
-# shmem OUT: OpenSHMEM on 4 PEs (ibshare_info sampled: OUT/shmem_np4.info)
-# and, in shared mode, on 2, with the setting that avoids Open MPI 4.1.4's
-# exit crash; in shared mode and the long run (IBSHARE_TEST_LONG=1) also
-# without it, over the transport under test and over rc_v, to show the
-# crash is Open MPI's (CI's time)
+# shmem OUT: OpenSHMEM on 4 PEs (ibshare_info sampled: OUT/shmem_np4.info),
+# with the setting that avoids Open MPI 4.1.4's exit crash; in shared mode's
+# long run (shared_long) also on 2, and without the setting, over the
+# transport under test and over rc_v, to show the crash is Open MPI's (CI's
+# time)
 shmem() {
-    [ "$IBSHARE_TEST_MODE" != shared ] ||
+    [ "$(shared_long)" = 0 ] ||
         run_shmem "$1" shmem_np2 2 "$tls" $shmem_setting
     sh "$IBSHARE_SRCDIR/test/guest/info_sampler.sh" "$1/shmem_np4.info" \
         "$info" &
@@ -186,8 +189,7 @@ shmem() {
     run_shmem "$1" shmem_np4 4 "$tls" $shmem_setting
     kill "$sampler"
     wait
-    if [ "$IBSHARE_TEST_MODE" = shared ] &&
-       [ "${IBSHARE_TEST_LONG:-0}" = 1 ]; then
+    if [ "$(shared_long)" = 1 ]; then
         run_shmem "$1" shmem_exit 2 "$tls"
         run_shmem "$1" shmem_exit_rc_v 2 rc_v,self
     fi
@@ -206,6 +208,18 @@ shmem_setting="--mca opal_common_ucx_opal_mem_hooks 0"
 fallback_short() {
     if [ "$IBSHARE_TEST_MODE" != shared ] &&
        [ "${IBSHARE_TEST_LONG:-0}" != 1 ]; then
+        echo 1
+    else
+        echo 0
+    fi
+}
+
+# shared_long: 1 in shared mode's long run (IBSHARE_TEST_LONG=1), which
+# adds the jobs that cross no code the default run leaves out: 4 ranks with
+# sm added, OpenSHMEM on 2 PEs and without the setting (CI's time)
+shared_long() {
+    if [ "$IBSHARE_TEST_MODE" = shared ] &&
+       [ "${IBSHARE_TEST_LONG:-0}" = 1 ]; then
         echo 1
     else
         echo 0
@@ -235,8 +249,8 @@ guest() {
     *)
         run_mpi "$out" np4 4 "$tls" -x UCX_NET_DEVICES=rxe0:1 ;;
     esac
-    # (in shared mode on UCX 1.13 only: CI's time)
-    [ "$IBSHARE_TEST_MODE" != shared ] ||
+    # (in shared mode's long run on UCX 1.13 only: CI's time)
+    [ "$(shared_long)" = 0 ] ||
         [ "${IBSHARE_TEST_SCOPE:-}" = generation ] ||
         run_mpi "$out" np4_sm 4 "$sm_tls" -x UCX_NET_DEVICES=rxe0:1
     run_mpi "$out" no_device 2 "$tls" -x UCX_NET_DEVICES=nonexistent0:1
@@ -368,7 +382,7 @@ if [ "$tl" = rc_share ] && [ "$runs" != np2 ]; then
                 cmp -s '$obj.mr.before' '$obj.mr.after'"
 fi
 
-if [ "$mode" = shared ] && [ "$runs" != np2 ]; then
+if [ "$(shared_long)" = 1 ] && [ "$runs" != np2 ]; then
     out=$tmpdir/np4_sm.out
     label="4 ranks, UCX_TLS=$sm_tls"
     echo "--- $label"
@@ -409,7 +423,7 @@ shmem_ok() {
 }
 
 shmem_runs=shmem_np4
-[ "$mode" != shared ] || shmem_runs="shmem_np2 shmem_np4"
+[ "$(shared_long)" = 0 ] || shmem_runs="shmem_np2 shmem_np4"
 for run in $shmem_runs; do
     out=$tmpdir/$run.out
     np=${run#shmem_np}
@@ -437,7 +451,7 @@ if [ "$tl" = rc_share ]; then
         test \$(grep -c . '$tmpdir/members') -eq 4 &&
         cmp -s '$tmpdir/members' '$tmpdir/shmem_np4.ranks'"
 fi
-if [ "$mode" = shared ] && [ "${IBSHARE_TEST_LONG:-0}" = 1 ]; then
+if [ "$(shared_long)" = 1 ]; then
     # Open MPI's exit crash (ompi#11604): the same outcome over rc_v as over
     # the transport under test, after every check passed in both
     label="OpenSHMEM, 2 PEs, without opal_common_ucx_opal_mem_hooks 0"

@@ -11,7 +11,11 @@
 #    rdma res show on node0 is back to what it was before the job.
 #
 # The script runs itself on node0 (--guest OUTDIR PROG INFO); the checks run
-# here.
+# here. multinode_uct.sh sources it with multinode_failure_lib=1 and runs
+# both cases in its own boot of the two guests, after its pairs
+# (failure_guest, failure_checks): it runs there in every `make check`
+# (a boot of two guests less: CI's time); alone, for a developer, with
+# `make check TESTS=test/guest/multinode_failure.sh`.
 
 # ---------------------------------------------------------------- guest side
 
@@ -96,14 +100,71 @@ mpi_kill() {
     rdma res show mr >> "$res.after"
 }
 
-if [ "${1:-}" = --guest ]; then
-    out=$2 prog=$3 info=$4
+# failure_guest OUTDIR PROG INFO: both cases, their output in OUTDIR
+failure_guest() {
+    out=$1 prog=$2 info=$3
     ucp_peer
     mpi_kill
+}
+
+if [ -z "${multinode_failure_lib:-}" ] && [ "${1:-}" = --guest ]; then
+    failure_guest "$2" "$3" "$4"
     exit 0
 fi
 
 # ---------------------------------------------------------------- host side
+
+# failure_checks DIR: the checks of both cases, on failure_guest's DIR
+failure_checks() {
+    fdir=$1
+    echo "=== UCP: the server on node1 killed, the client on node0"
+    check "the client made progress before the kill" \
+        grep -q "^\[thread 0\]" "$fdir/ucp.cli"
+    check "the server on node1 was killed" test -s "$fdir/ucp.killed"
+    grep "error handler" "$fdir/ucp.cli"
+    echo "reported $(cat "$fdir/ucp.report_s" 2>/dev/null) s after the kill"
+    check "node0's error handler reported the dead peer on node1 within 40 s" \
+        grep -qE "error handler called with status .*(Endpoint timeout|Connection reset)" \
+        "$fdir/ucp.cli"
+    check "no crash on node0" \
+        sh -c "! grep -qE 'Segmentation|Assertion|backtrace' '$fdir/ucp.cli'"
+
+    echo "=== Open MPI 2 x 2 over rc_share,self: node1's ranks killed"
+    out=$fdir/mpi.out
+    grep -E '^(ok|FAIL): mpi_check' "$out" 2>/dev/null | sed 's/^/    /'
+    cat "$fdir/ranks.before" 2>/dev/null
+    grep -c '^[^ ]*: [0-9]' "$fdir/ranks.before" 2>/dev/null | grep -q '^2$' &&
+        [ "$(wc -w < "$fdir/ranks.before")" -eq 6 ]
+    check "two ranks ran on each node before the kill" test $? -eq 0
+    sed -n '/^group/,$p' "$fdir/info.during" 2>/dev/null
+    check "node0's group had node0's two ranks" \
+        grep -qE '^  members: 2 ' "$fdir/info.during"
+    check "node1's ranks were killed" test -s "$fdir/mpi.killed"
+    status=$(cat "$fdir/mpi.rc" 2>/dev/null || echo none)
+    echo "mpirun: status $status, $(cat "$fdir/mpi.exit_s" 2>/dev/null) s after the kill"
+    grep -E 'exited on signal|killed|aborted|Endpoint|Connection' "$out" |
+        head -n 8 | sed 's/^/    /'
+    [ "$status" != 0 ] && [ "$status" != hung ] && [ "$status" != none ]
+    check "mpirun exits with an error within 120 s, no hang (status $status)" \
+        test $? -eq 0
+    check "mpirun names a rank killed by signal 9" \
+        grep -qE 'rank [0-9]+ with PID [0-9]+ on node node1 exited on signal 9' \
+        "$out"
+    cat "$fdir/ranks.after" 2>/dev/null
+    check "no rank is left on either node" \
+        sh -c "[ \"\$(wc -w < '$fdir/ranks.after')\" -eq 2 ]"
+    check "node0's group ended with the job" \
+        sh -c "! grep -q '^group of job' '$fdir/info.after'"
+    check "rdma res show on node0 is back to what it was before the job" \
+        sh -c "test -s '$fdir/node0.res.before' &&
+               cmp -s '$fdir/node0.res.before' '$fdir/node0.res.after'"
+    if [ "$status" = 0 ] || [ "$status" = hung ]; then
+        echo "--- mpirun output (tail)" >&2
+        tail -n 40 "$out" >&2
+    fi
+}
+
+[ -z "${multinode_failure_lib:-}" ] || return 0
 
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
@@ -119,50 +180,5 @@ in_guest --nodes 2 --timeout 900 --log "$tmpdir/console" sh \
 rc=$?
 cat "$tmpdir/guest.log"
 check "the two guests ran both cases (status $rc)" test "$rc" -eq 0
-
-echo "=== UCP: the server on node1 killed, the client on node0"
-check "the client made progress before the kill" \
-    grep -q "^\[thread 0\]" "$tmpdir/ucp.cli"
-check "the server on node1 was killed" test -s "$tmpdir/ucp.killed"
-grep "error handler" "$tmpdir/ucp.cli"
-echo "reported $(cat "$tmpdir/ucp.report_s" 2>/dev/null) s after the kill"
-check "node0's error handler reported the dead peer on node1 within 40 s" \
-    grep -qE "error handler called with status .*(Endpoint timeout|Connection reset)" \
-    "$tmpdir/ucp.cli"
-check "no crash on node0" \
-    sh -c "! grep -qE 'Segmentation|Assertion|backtrace' '$tmpdir/ucp.cli'"
-
-echo "=== Open MPI 2 x 2 over rc_share,self: node1's ranks killed"
-out=$tmpdir/mpi.out
-grep -E '^(ok|FAIL): mpi_check' "$out" 2>/dev/null | sed 's/^/    /'
-cat "$tmpdir/ranks.before" 2>/dev/null
-grep -c '^[^ ]*: [0-9]' "$tmpdir/ranks.before" 2>/dev/null | grep -q '^2$' &&
-    [ "$(wc -w < "$tmpdir/ranks.before")" -eq 6 ]
-check "two ranks ran on each node before the kill" test $? -eq 0
-sed -n '/^group/,$p' "$tmpdir/info.during" 2>/dev/null
-check "node0's group had node0's two ranks" \
-    grep -qE '^  members: 2 ' "$tmpdir/info.during"
-check "node1's ranks were killed" test -s "$tmpdir/mpi.killed"
-status=$(cat "$tmpdir/mpi.rc" 2>/dev/null || echo none)
-echo "mpirun: status $status, $(cat "$tmpdir/mpi.exit_s" 2>/dev/null) s after the kill"
-grep -E 'exited on signal|killed|aborted|Endpoint|Connection' "$out" |
-    head -n 8 | sed 's/^/    /'
-[ "$status" != 0 ] && [ "$status" != hung ] && [ "$status" != none ]
-check "mpirun exits with an error within 120 s, no hang (status $status)" \
-    test $? -eq 0
-check "mpirun names a rank killed by signal 9" \
-    grep -qE 'rank [0-9]+ with PID [0-9]+ on node node1 exited on signal 9' \
-    "$out"
-cat "$tmpdir/ranks.after" 2>/dev/null
-check "no rank is left on either node" \
-    sh -c "[ \"\$(wc -w < '$tmpdir/ranks.after')\" -eq 2 ]"
-check "node0's group ended with the job" \
-    sh -c "! grep -q '^group of job' '$tmpdir/info.after'"
-check "rdma res show on node0 is back to what it was before the job" \
-    sh -c "test -s '$tmpdir/node0.res.before' &&
-           cmp -s '$tmpdir/node0.res.before' '$tmpdir/node0.res.after'"
-if [ "$status" = 0 ] || [ "$status" = hung ]; then
-    echo "--- mpirun output (tail)" >&2
-    tail -n 40 "$out" >&2
-fi
+failure_checks "$tmpdir"
 finish

@@ -9,12 +9,18 @@
 # The control runs when an rc_share pair did not end as it should (it tells
 # a broken link from a broken transport), and always with
 # IBSHARE_TEST_LONG=1 (contrib/check --long): CI's time, 60 s.
+# Then, in the same boot, multinode_failure.sh's cases: node1's processes
+# killed under UCP and under Open MPI, seen from node0 (its head comment).
 #
-# The script runs itself on node0 (--guest OUTDIR), which runs the pairs and
-# keeps their output in OUTDIR/TL; the checks run here.
+# The script runs itself on node0 (--guest OUTDIR PROG INFO), which runs
+# the pairs and keeps their output in OUTDIR/TL, then the failure cases
+# (mpi_check PROG, ibshare_info INFO) with theirs in OUTDIR/failure; the
+# checks run here.
 
 perftest_uct_lib=1
 . "${IBSHARE_SRCDIR:?run through make check}/test/guest/perftest_uct.sh"
+multinode_failure_lib=1
+. "$IBSHARE_SRCDIR/test/guest/multinode_failure.sh"
 
 # Fewer iterations than on one node: every packet crosses two emulated NICs
 # (1000 bandwidth iterations took 16-23 s of each 64 KiB case; issue 19)
@@ -80,6 +86,8 @@ if [ "${1:-}" = --guest ]; then
         echo $(($(link_bytes) - before)) > "$mn_out/$tl/link_bytes"
         port=$((port + 100))
     done
+    mkdir -p "$mn_out/failure"
+    failure_guest "$mn_out/failure" "$3" "$4"
     exit 0
 fi
 
@@ -90,13 +98,16 @@ fi
 # The transports choose the GID themselves
 unset UCX_IB_GID_INDEX UCX_RC_SHARE_GID_INDEX
 
+mpi_prog mpi_check
+[ -x "$prog" ] || finish
+
 in_guest --nodes 2 --timeout 1800 --log "$tmpdir/console" sh \
     "$IBSHARE_SRCDIR/test/guest/multinode_uct.sh" --guest "$tmpdir" \
-    > "$tmpdir/guest.log" 2>&1
+    "$prog" "$IBSHARE_BUILDDIR/ibshare_info" > "$tmpdir/guest.log" 2>&1
 rc=$?
 cat "$tmpdir/guest.log"
-check "the two guests ran every ucx_perftest pair (status $rc)" \
-    test "$rc" -eq 0
+check "the two guests ran every ucx_perftest pair and both failure cases\
+ (status $rc)" test "$rc" -eq 0
 
 # Each node is itself, with rxe0 on its link NIC and the RoCE v2 GID of its
 # own link address (169.254.1.<N+1>, a9fe:01NN)
@@ -132,4 +143,7 @@ for tl in $tls; do
          "QEMU/TCG: the figures only show the transport works, not how fast)"
     cat "$tmpdir/$tl/summary"
 done
+
+echo
+failure_checks "$tmpdir/failure"
 finish
