@@ -95,7 +95,7 @@ KHASH_SET_INIT_INT64(uct_rc_share_peer_set)
 
 
 struct uct_rc_share_conn {
-    uct_rc_share_txq_t        txq;          /* main thread */
+    uct_rc_share_conn_tx_t    tx;           /* first (rc_share_conn.h) */
     int                       fc_wnd;       /* main thread */
     int                       grant_owed;   /* main thread */
     ucs_list_link_t           owed_list;    /* iface->grants_owed */
@@ -103,9 +103,7 @@ struct uct_rc_share_conn {
     uct_rc_share_conn_key_t   key;
     uct_rc_share_conn_state_t state;
 
-    /* Our half: the endpoint that sends on it */
-    void                      *owner;
-    const uct_rc_share_conn_owner_ops_t *owner_ops;
+    /* Our half: the endpoint that sends on it (tx.owner); */
     int                       had_owner;    /* one left: never another */
     /* The peer's half: it may send on it (its endpoint, or one it may
      * still open with this number); clear once it said it is gone */
@@ -451,10 +449,10 @@ static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
         msg->dst_iface_id = conn->key.peer_id;
         msg->dst_secret   = conn->peer_secret;
         msg->conn_sn      = conn->key.sn;
-        msg->rc_qpn       = conn->txq.qp->qp_num;
+        msg->rc_qpn       = conn->tx.txq.qp->qp_num;
         msg->psn          = conn->psn;
         msg->dst_rc_qpn   = conn->remote_qpn;
-        msg->flags        = (conn->owner != NULL) ?
+        msg->flags        = (conn->tx.owner != NULL) ?
                             UCT_RC_SHARE_CONN_FLAG_TX :
                             (conn->had_owner ? UCT_RC_SHARE_CONN_FLAG_DETACHED :
                              0);
@@ -554,7 +552,7 @@ static int uct_rc_share_conn_requesting(const uct_rc_share_conn_t *conn)
 /* Whether an owner waits on the handshake of the connection */
 static int uct_rc_share_conn_owner_waits(const uct_rc_share_conn_t *conn)
 {
-    return (conn->owner != NULL) &&
+    return (conn->tx.owner != NULL) &&
            (uct_rc_share_conn_requesting(conn) ||
             (conn->check == UCT_RC_SHARE_CONN_CHECK_OWNER));
 }
@@ -574,7 +572,7 @@ static void uct_rc_share_conn_stop_check(uct_rc_share_conn_t *conn)
 static void uct_rc_share_conn_fail(uct_rc_share_conn_t *conn,
                                    ucs_status_t status)
 {
-    if (uct_rc_share_conn_requesting(conn) && (conn->owner != NULL)) {
+    if (uct_rc_share_conn_requesting(conn) && (conn->tx.owner != NULL)) {
         --conn->iface->conn->owners_waiting;
     }
     conn->confirming = 0;
@@ -616,13 +614,13 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
     conn->peer_half   = 1; /* until the peer says it has none */
     conn->fc_wnd      = iface->config.fc_enabled ?
                         iface->config.fc_wnd_size : INT_MAX;
-    status = uct_rc_share_txq_init(&conn->txq, &iface->tx,
+    status = uct_rc_share_txq_init(&conn->tx.txq, &iface->tx,
                                    iface->config.tx_qp_len, conn);
     if (status != UCS_OK) {
         goto err_free;
     }
 
-    status = uct_rc_share_qp_create(iface, &conn->txq.qp);
+    status = uct_rc_share_qp_create(iface, &conn->tx.txq.qp);
     if (status != UCS_OK) {
         goto err_txq;
     }
@@ -632,7 +630,7 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
         goto err_qp;
     }
     kh_val(&ci->conns, it) = conn;
-    it = kh_put(uct_rc_share_qpns, &ci->qpns, conn->txq.qp->qp_num, &ret);
+    it = kh_put(uct_rc_share_qpns, &ci->qpns, conn->tx.txq.qp->qp_num, &ret);
     if (ret <= 0) {
         kh_del(uct_rc_share_conns, &ci->conns,
                kh_get(uct_rc_share_conns, &ci->conns, conn->key));
@@ -645,10 +643,10 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
     return conn;
 
 err_qp:
-    uct_rc_share_qp_destroy(iface, conn->txq.qp);
+    uct_rc_share_qp_destroy(iface, conn->tx.txq.qp);
 err_txq:
-    conn->txq.qp = NULL;
-    uct_rc_share_txq_cleanup(&conn->txq);
+    conn->tx.txq.qp = NULL;
+    uct_rc_share_txq_cleanup(&conn->tx.txq);
 err_free:
     ucs_free(conn);
     return NULL;
@@ -663,7 +661,7 @@ err_free:
  */
 static void uct_rc_share_conn_disconnect(uct_rc_share_conn_t *conn)
 {
-    if (conn->disc_pending && uct_rc_share_txq_idle(&conn->txq) &&
+    if (conn->disc_pending && uct_rc_share_txq_idle(&conn->tx.txq) &&
         (conn->state != UCT_RC_SHARE_CONN_FAILED)) {
         conn->disc_pending = 0;
         uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
@@ -680,7 +678,7 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
     ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 " (QP "
               "0x%x) destroyed", uct_rc_share_dev_name(iface),
               iface->port_num, conn->key.sn, conn->key.peer_id,
-              conn->txq.qp->qp_num);
+              conn->tx.txq.qp->qp_num);
     uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_timed_del(conn);
     if (conn->main_events != 0) {
@@ -695,14 +693,14 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
     if (it != kh_end(&ci->conns)) {
         kh_del(uct_rc_share_conns, &ci->conns, it);
     }
-    it = kh_get(uct_rc_share_qpns, &ci->qpns, conn->txq.qp->qp_num);
+    it = kh_get(uct_rc_share_qpns, &ci->qpns, conn->tx.txq.qp->qp_num);
     if (it != kh_end(&ci->qpns)) {
         kh_del(uct_rc_share_qpns, &ci->qpns, it);
     }
     --ci->count;
 
-    uct_rc_share_qp_destroy(iface, conn->txq.qp);
-    uct_rc_share_txq_cleanup(&conn->txq);
+    uct_rc_share_qp_destroy(iface, conn->tx.txq.qp);
+    uct_rc_share_txq_cleanup(&conn->tx.txq);
     uct_rc_share_conn_retire_ah(iface, conn->peer_ah);
     ucs_free(conn);
 }
@@ -719,8 +717,8 @@ static int uct_rc_share_conn_peer_uses(const uct_rc_share_conn_t *conn)
  * gone (or the QP failed), no WR in flight (its completions name it) */
 static int uct_rc_share_conn_done(const uct_rc_share_conn_t *conn)
 {
-    return (conn->owner == NULL) && !uct_rc_share_conn_peer_uses(conn) &&
-           uct_rc_share_txq_idle(&conn->txq);
+    return (conn->tx.owner == NULL) && !uct_rc_share_conn_peer_uses(conn) &&
+           uct_rc_share_txq_idle(&conn->tx.txq);
 }
 
 /* The caller holds the async context */
@@ -739,7 +737,7 @@ uct_rc_share_conn_qp_to_peer(uct_rc_share_conn_t *conn,
 {
     ucs_status_t status;
 
-    status = uct_rc_share_qp_connect(conn->iface, conn->txq.qp, &conn->path,
+    status = uct_rc_share_qp_connect(conn->iface, conn->tx.txq.qp, &conn->path,
                                      msg->rc_qpn, msg->psn, conn->psn,
                                      (enum ibv_mtu)msg->mtu);
     if (status != UCS_OK) {
@@ -753,7 +751,7 @@ uct_rc_share_conn_qp_to_peer(uct_rc_share_conn_t *conn,
     ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 ": QP "
               "0x%x connected to 0x%x",
               uct_rc_share_dev_name(conn->iface), conn->iface->port_num,
-              conn->key.sn, conn->key.peer_id, conn->txq.qp->qp_num,
+              conn->key.sn, conn->key.peer_id, conn->tx.txq.qp->qp_num,
               msg->rc_qpn);
     return UCS_OK;
 }
@@ -766,7 +764,7 @@ uct_rc_share_conn_qp_to_peer(uct_rc_share_conn_t *conn,
  */
 static void uct_rc_share_conn_established(uct_rc_share_conn_t *conn)
 {
-    if ((conn->owner != NULL) && uct_rc_share_conn_requesting(conn)) {
+    if ((conn->tx.owner != NULL) && uct_rc_share_conn_requesting(conn)) {
         --conn->iface->conn->owners_waiting;
         uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_READY, UCS_OK);
     }
@@ -1043,11 +1041,11 @@ static void uct_rc_share_conn_handle_check(uct_rc_share_iface_t *iface,
     rep.check_sn     = msg->check_sn;
     if ((conn != NULL) && (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
         (conn->remote_qpn == msg->rc_qpn) &&
-        (conn->txq.qp->qp_num == msg->dst_rc_qpn) &&
-        ((conn->owner != NULL) || conn->peer_half)) {
+        (conn->tx.txq.qp->qp_num == msg->dst_rc_qpn) &&
+        ((conn->tx.owner != NULL) || conn->peer_half)) {
         rep.result = UCT_RC_SHARE_CONN_CHECK_CONNECTED;
-        rep.rc_qpn = conn->txq.qp->qp_num;
-        rep.flags  = (conn->owner != NULL) ? UCT_RC_SHARE_CONN_FLAG_TX :
+        rep.rc_qpn = conn->tx.txq.qp->qp_num;
+        rep.flags  = (conn->tx.owner != NULL) ? UCT_RC_SHARE_CONN_FLAG_TX :
                      (conn->had_owner ? UCT_RC_SHARE_CONN_FLAG_DETACHED : 0);
     } else {
         rep.result = UCT_RC_SHARE_CONN_CHECK_NO_CONN;
@@ -1071,11 +1069,11 @@ uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
 
     if (msg->result == UCT_RC_SHARE_CONN_CHECK_NO_CONN) {
         /* News only to an endpoint of ours: else the peer's DISC was lost */
-        ucs_log((conn->owner != NULL) ? UCS_LOG_LEVEL_DIAG :
+        ucs_log((conn->tx.owner != NULL) ? UCS_LOG_LEVEL_DIAG :
                 UCS_LOG_LEVEL_DEBUG, "%s:%d: iface 0x%" PRIx64 " no longer "
                 "has connection %" PRIu64 " (our QP 0x%x)",
                 uct_rc_share_dev_name(iface), iface->port_num,
-                conn->key.peer_id, conn->key.sn, conn->txq.qp->qp_num);
+                conn->key.peer_id, conn->key.sn, conn->tx.txq.qp->qp_num);
         uct_rc_share_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
         return;
     }
@@ -1343,7 +1341,7 @@ static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
         }
     });
     kh_foreach_value(&ci->conns, conn, {
-        if ((conn->owner == NULL) && conn->peer_half &&
+        if ((conn->tx.owner == NULL) && conn->peer_half &&
             (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
             (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) &&
             (now >= conn->next_idle_check)) {
@@ -1448,15 +1446,16 @@ static unsigned uct_rc_share_conn_main_progress(void *arg)
         conn->main_events = 0;
 
         if (events & UCT_RC_SHARE_CONN_EV_FAILED) {
-            uct_rc_share_qp_set_error(conn->txq.qp);
+            uct_rc_share_qp_set_error(conn->tx.txq.qp);
         }
         if ((events & (UCT_RC_SHARE_CONN_EV_READY |
-                       UCT_RC_SHARE_CONN_EV_FAILED)) && (conn->owner != NULL)) {
+                       UCT_RC_SHARE_CONN_EV_FAILED)) &&
+            (conn->tx.owner != NULL)) {
             UCS_ASYNC_UNBLOCK(async);
             if (events & UCT_RC_SHARE_CONN_EV_FAILED) {
-                conn->owner_ops->failed(conn->owner, status);
+                conn->tx.owner_ops->failed(conn->tx.owner, status);
             } else {
-                conn->owner_ops->ready(conn->owner);
+                conn->tx.owner_ops->ready(conn->tx.owner);
             }
             ++count;
             UCS_ASYNC_BLOCK(async);
@@ -1545,9 +1544,9 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
                (conn->state != UCT_RC_SHARE_CONN_CONNECTED))));
 
     if (conn != NULL) {
-        conn->owner      = owner;
-        conn->owner_ops  = ops;
-        conn->had_owner  = 1;
+        conn->tx.owner     = owner;
+        conn->tx.owner_ops = ops;
+        conn->had_owner    = 1;
         if (conn->peer_ready) {
             *connected_p = 1;
             goto out;
@@ -1587,10 +1586,10 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
         goto out;
     }
 
-    conn->owner     = owner;
-    conn->owner_ops = ops;
-    conn->had_owner = 1;
-    conn->deadline  = ucs_get_time() + iface->config.conn_timeout;
+    conn->tx.owner     = owner;
+    conn->tx.owner_ops = ops;
+    conn->had_owner    = 1;
+    conn->deadline     = ucs_get_time() + iface->config.conn_timeout;
     ++iface->conn->owners_waiting;
     uct_rc_share_conn_timed_add(conn);
     uct_rc_share_conn_send_req(conn);
@@ -1610,10 +1609,10 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
 
     /* What the owner posted completes to nobody; a NOP reports the
      * unsignaled tail, so that the queue can become idle */
-    uct_rc_share_txq_detach(&conn->txq);
+    uct_rc_share_txq_detach(&conn->tx.txq);
     owned = uct_ibshare_resources_owned(iface->md->res);
     if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) && owned) {
-        (void)uct_rc_share_txq_report_tail(&conn->txq);
+        (void)uct_rc_share_txq_report_tail(&conn->tx.txq);
     }
 
     /*
@@ -1635,7 +1634,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
         conn->check = UCT_RC_SHARE_CONN_CHECK_IDLE; /* the answer still
                                                        serves */
     }
-    conn->owner = NULL;
+    conn->tx.owner = NULL;
     /* Nothing is to tell the owner any more; the connection stays queued
      * (main_events != 0) only for what is left */
     if (conn->main_events != 0) {
@@ -1665,10 +1664,10 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
         conn->disc_pending    = 1;
         conn->next_idle_check = ucs_get_time();
     }
-    if (!uct_rc_share_txq_idle(&conn->txq) &&
+    if (!uct_rc_share_txq_idle(&conn->tx.txq) &&
         !uct_rc_share_conn_peer_uses(conn) && owned) {
         /* Nobody sends on it any more: flush what is in flight */
-        uct_rc_share_qp_set_error(conn->txq.qp);
+        uct_rc_share_qp_set_error(conn->tx.txq.qp);
     }
     uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_release(conn);
@@ -1679,7 +1678,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
 
 uct_rc_share_txq_t *uct_rc_share_conn_txq(uct_rc_share_conn_t *conn)
 {
-    return &conn->txq;
+    return &conn->tx.txq;
 }
 
 int *uct_rc_share_conn_fc_wnd(uct_rc_share_conn_t *conn)
@@ -1705,7 +1704,7 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
 {
     struct ibv_send_wr wr;
 
-    if (!uct_rc_share_txq_has_room(&conn->txq) ||
+    if (!uct_rc_share_txq_has_room(&conn->tx.txq) ||
         (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) {
         return 0;
     }
@@ -1715,7 +1714,7 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
     wr.imm_data = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
     /* Without an owner no later WR reports it: a signaled grant leaves no
      * tail, so that the queue of a peer's half can become idle */
-    (void)uct_rc_share_txq_post(&conn->txq, &wr, 0, conn->owner == NULL);
+    (void)uct_rc_share_txq_post(&conn->tx.txq, &wr, 0, conn->tx.owner == NULL);
     return 1;
 }
 
@@ -1752,8 +1751,8 @@ int uct_rc_share_conn_fc_rx(uct_rc_share_iface_t *iface, uint32_t qp_num,
     if (imm & UCT_RC_SHARE_IMM_FC_PURE_GRANT) {
         if (conn != NULL) {
             conn->fc_wnd = iface->config.fc_wnd_size;
-            if (conn->owner != NULL) {
-                conn->owner_ops->tx_resumed(conn->owner);
+            if (conn->tx.owner != NULL) {
+                conn->tx.owner_ops->tx_resumed(conn->tx.owner);
             }
         }
         return 1;
@@ -1783,7 +1782,7 @@ uct_rc_share_conn_wc_status(enum ibv_wc_status status)
 
 /* A completion in error: the connection fails, if it was connected; 1 if
  * it failed now and has an owner to tell */
-static UCS_F_NOINLINE int
+static int
 uct_rc_share_conn_tx_error(uct_rc_share_conn_t *conn, ucs_status_t status)
 {
     ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
@@ -1796,21 +1795,19 @@ uct_rc_share_conn_tx_error(uct_rc_share_conn_t *conn, ucs_status_t status)
                      " (QP 0x%x) failed: %s",
                      uct_rc_share_dev_name(conn->iface),
                      conn->iface->port_num, conn->key.sn, conn->key.peer_id,
-                     conn->txq.qp->qp_num, ucs_status_string(status));
+                     conn->tx.txq.qp->qp_num, ucs_status_string(status));
         }
         uct_rc_share_conn_stop_check(conn);
         conn->state       = UCT_RC_SHARE_CONN_FAILED;
         conn->peer_half   = 0;
         conn->main_status = status;
-        newly_failed      = (conn->owner != NULL);
+        newly_failed      = (conn->tx.owner != NULL);
     }
     UCS_ASYNC_UNBLOCK(async);
     return newly_failed;
 }
 
-/* A completion of a connection whose owner is gone */
-static UCS_F_NOINLINE void
-uct_rc_share_conn_tx_orphan(uct_rc_share_conn_t *conn)
+void uct_rc_share_conn_tx_orphan(uct_rc_share_conn_t *conn)
 {
     ucs_async_context_t *async = uct_rc_share_conn_async(conn->iface);
 
@@ -1820,54 +1817,27 @@ uct_rc_share_conn_tx_orphan(uct_rc_share_conn_t *conn)
     UCS_ASYNC_UNBLOCK(async);
 }
 
-/* Delivers what this WR and the unsignaled ones before it leave, and
- * returns their send-queue slots and CQ entries; 1 if the connection
- * failed now */
-static UCS_F_ALWAYS_INLINE int
-uct_rc_share_conn_wr_done(uct_rc_share_conn_t *conn, uint16_t sn,
-                          ucs_status_t status)
+int uct_rc_share_conn_tx_failed(uct_rc_share_conn_t *conn, uint16_t sn,
+                                enum ibv_wc_status wc_status)
 {
-    int newly_failed = 0;
+    ucs_status_t status = uct_rc_share_conn_wc_status(wc_status);
+    int newly_failed    = uct_rc_share_conn_tx_error(conn, status);
 
-    if (ucs_unlikely(status != UCS_OK)) {
-        newly_failed = uct_rc_share_conn_tx_error(conn, status);
-    }
-
-    (void)uct_rc_share_txq_complete(&conn->txq, sn, status);
-
-    /* The owner only hears of it when something of its waits: the call
-     * costs more than the rest of a completion */
-    if (ucs_unlikely(conn->owner == NULL)) {
+    (void)uct_rc_share_txq_complete(&conn->tx.txq, sn, status);
+    if (conn->tx.owner == NULL) {
         uct_rc_share_conn_tx_orphan(conn);
     } else if (!newly_failed &&
-               (conn->txq.owner_waits ||
-                uct_rc_share_txq_flush_due(&conn->txq))) {
-        conn->owner_ops->tx_resumed(conn->owner);
+               (conn->tx.txq.owner_waits ||
+                uct_rc_share_txq_flush_due(&conn->tx.txq))) {
+        conn->tx.owner_ops->tx_resumed(conn->tx.owner);
     }
     return newly_failed;
 }
 
-int uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
-                                  uct_rc_share_conn_t **failed)
-{
-    uct_rc_share_conn_t *conn;
-    int i, num_failed = 0;
-
-    for (i = 0; i < n; ++i) {
-        conn = uct_rc_share_wr_id_owner(wc[i].wr_id);
-        if (uct_rc_share_conn_wr_done(conn, uct_rc_share_wr_id_sn(wc[i].wr_id),
-                                      uct_rc_share_conn_wc_status(
-                                              wc[i].status))) {
-            failed[num_failed++] = conn;
-        }
-    }
-    return num_failed;
-}
-
 void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn)
 {
-    if (conn->owner != NULL) {
-        conn->owner_ops->failed(conn->owner, conn->main_status);
+    if (conn->tx.owner != NULL) {
+        conn->tx.owner_ops->failed(conn->tx.owner, conn->main_status);
     }
 }
 
@@ -1904,6 +1874,8 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
     UCS_STATIC_ASSERT(UCT_RC_SHARE_GRH_LEN + sizeof(uct_rc_share_conn_msg_t) <=
                       UCT_RC_SHARE_CONN_BUF_SIZE);
     UCS_STATIC_ASSERT(UCT_RC_SHARE_CONN_STABLE_LEN == 48);
+    /* The wr_id's owner is the connection and its send half alike */
+    UCS_STATIC_ASSERT(ucs_offsetof(uct_rc_share_conn_t, tx) == 0);
 
     ci = ucs_calloc(1, sizeof(*ci), "rc_share conn iface");
     if (ci == NULL) {

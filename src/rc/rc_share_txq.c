@@ -225,41 +225,6 @@ void uct_rc_share_txq_complete_invalid(const uct_rc_share_txq_t *txq,
               txq->posted);
 }
 
-ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
-                                        uct_completion_t *comp)
-{
-    uct_rc_share_flush_req_t *req;
-
-    req = ucs_mpool_get_inline(&txq->res->flush_mp);
-    if (req == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-
-    req->comp = comp;
-    /* The last operation issued: posted, or last in the backlog */
-    req->sn   = txq->posted + txq->backlog_len;
-    ucs_queue_push(&txq->flush_reqs, &req->queue);
-    return UCS_OK;
-}
-
-void uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq,
-                                 ucs_status_t status, int connecting)
-{
-    int backlog_gone = !connecting && (txq->completed == txq->posted);
-    uct_rc_share_flush_req_t *req;
-
-    while (!ucs_queue_is_empty(&txq->flush_reqs)) {
-        req = ucs_queue_head_elem_non_empty(&txq->flush_reqs,
-                                            uct_rc_share_flush_req_t, queue);
-        if ((req->sn > txq->completed) && !backlog_gone) {
-            break;
-        }
-        ucs_queue_pull_non_empty(&txq->flush_reqs);
-        uct_invoke_completion(req->comp, status);
-        ucs_mpool_put_inline(req);
-    }
-}
-
 void uct_rc_share_txq_detach(uct_rc_share_txq_t *txq)
 {
     uct_rc_share_flush_req_t *req;

@@ -279,15 +279,22 @@ uct_rc_share_txq_idle(const uct_rc_share_txq_t *txq)
 
 /* A flush of everything issued so far (posted, or in the backlog): comp
  * is called when it is all done (uct_rc_share_txq_flush_progress) */
-ucs_status_t uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq,
-                                        uct_completion_t *comp);
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_txq_flush_add(uct_rc_share_txq_t *txq, uct_completion_t *comp)
+{
+    uct_rc_share_flush_req_t *req;
 
-/* Completes the flush requests whose operations are all done, with
- * status. While connecting, the backlog may still be posted; otherwise
- * it is gone (posted or dropped), and with nothing in flight every flush
- * is done. */
-void uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq,
-                                 ucs_status_t status, int connecting);
+    req = ucs_mpool_get_inline(&txq->res->flush_mp);
+    if (req == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    req->comp = comp;
+    /* The last operation issued: posted, or last in the backlog */
+    req->sn   = txq->posted + txq->backlog_len;
+    ucs_queue_push(&txq->flush_reqs, &req->queue);
+    return UCS_OK;
+}
 
 /* Whether a flush request may be done: the oldest one's WRs are, or none
  * is in flight. Inline, as every send completion asks it while a flush
@@ -304,6 +311,29 @@ uct_rc_share_txq_flush_due(const uct_rc_share_txq_t *txq)
     req = ucs_queue_head_elem_non_empty(&txq->flush_reqs,
                                         uct_rc_share_flush_req_t, queue);
     return (req->sn <= txq->completed) || (txq->completed == txq->posted);
+}
+
+/* Completes the flush requests whose operations are all done, with
+ * status. While connecting, the backlog may still be posted; otherwise
+ * it is gone (posted or dropped), and with nothing in flight every flush
+ * is done. Inline, as flush_due: a flush's completion comes here. */
+static UCS_F_ALWAYS_INLINE void
+uct_rc_share_txq_flush_done(uct_rc_share_txq_t *txq, ucs_status_t status,
+                            int connecting)
+{
+    int backlog_gone = !connecting && (txq->completed == txq->posted);
+    uct_rc_share_flush_req_t *req;
+
+    while (!ucs_queue_is_empty(&txq->flush_reqs)) {
+        req = ucs_queue_head_elem_non_empty(&txq->flush_reqs,
+                                            uct_rc_share_flush_req_t, queue);
+        if ((req->sn > txq->completed) && !backlog_gone) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&txq->flush_reqs);
+        uct_invoke_completion(req->comp, status);
+        ucs_mpool_put_inline(req);
+    }
 }
 
 static UCS_F_ALWAYS_INLINE void
