@@ -164,6 +164,30 @@ uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
     return uct_rc_share_txq_post(ep->txq, wr, op, signal);
 }
 
+/* Posts one WR of an operation that takes nothing before it is posted
+ * (short and zero-copy: no descriptor), or keeps it while the endpoint
+ * connects. The WR is built before: the state is read once (after the
+ * WR's stores it was read again, as they might alias it) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_rc_share_ep_issue(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                      uintptr_t op, int signal)
+{
+    ucs_status_t status;
+
+    if (ucs_likely((ep->state == UCT_RC_SHARE_EP_CONNECTED) &&
+                   uct_rc_share_txq_has_room(ep->txq))) {
+        return uct_rc_share_txq_post(ep->txq, wr, op, signal);
+    }
+
+    status = uct_rc_share_ep_no_tx(ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return uct_rc_share_txq_backlog_add(ep->txq,
+                                        &uct_rc_share_ep_iface(ep)->backlog_mp,
+                                        wr, op, signal);
+}
+
 /* Posting was refused for lack of CQ entries or descriptors, which the
  * tails of endpoints may hold with no completion to come: report them */
 void uct_rc_share_iface_tx_unstick(uct_rc_share_iface_t *iface)
@@ -368,21 +392,18 @@ ucs_status_t uct_rc_share_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    struct ibv_send_wr *wr      = &iface->put_inl_wr;
     ucs_status_t status;
 
     UCT_CHECK_LENGTH(length, 0, iface->config.max_inline, "put_short");
-    UCT_RC_SHARE_EP_CHECK_TX(ep);
 
-    sge.addr   = (uintptr_t)buffer;
-    sge.length = length;
-    sge.lkey   = 0;
-    uct_rc_share_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, 1, length, remote_addr,
-                         rkey);
-    wr.send_flags = IBV_SEND_INLINE;
+    iface->put_inl_sge.addr   = (uintptr_t)buffer;
+    iface->put_inl_sge.length = length;
+    wr->send_flags            = IBV_SEND_INLINE;
+    uct_ibshare_rkey_resolve(rkey, remote_addr, length,
+                             &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, 0, UCT_RC_SHARE_RMA_SIGNAL);
+    status = uct_rc_share_ep_issue(ep, wr, 0, UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_likely(status == UCS_OK)) {
         iface->counters.put_ops++;
         iface->counters.put_bytes += length;
@@ -439,15 +460,14 @@ uct_rc_share_ep_rdma_zcopy(uct_rc_share_ep_t *ep, enum ibv_wr_opcode opcode,
     ucs_status_t status;
 
     UCT_CHECK_IOV_SIZE(iovcnt, UCT_RC_SHARE_MAX_SEND_SGE, "rdma_zcopy");
-    UCT_RC_SHARE_EP_CHECK_TX(ep);
 
     /* No descriptor: the user's completion waits in the ops ring */
     uct_rc_share_wr_rdma(&wr, opcode, sge,
                          uct_rc_share_iov_to_sge(sge, iov, iovcnt), length,
                          remote_addr, rkey);
 
-    status = uct_rc_share_ep_post(ep, &wr, uct_rc_share_tx_op_comp(comp),
-                                  UCT_RC_SHARE_RMA_SIGNAL);
+    status = uct_rc_share_ep_issue(ep, &wr, uct_rc_share_tx_op_comp(comp),
+                                   UCT_RC_SHARE_RMA_SIGNAL);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }

@@ -1148,6 +1148,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     ucs_list_head_init(&self->ep_list);
     ucs_list_head_init(&self->draining);
     ucs_arbiter_init(&self->arbiter);
+    self->put_inl_wr.opcode  = IBV_WR_RDMA_WRITE;
+    self->put_inl_wr.sg_list = &self->put_inl_sge;
+    self->put_inl_wr.num_sge = 1;
 
     status = uct_rc_share_iface_config_check(config);
     if (status != UCS_OK) {
