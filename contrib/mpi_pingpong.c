@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /*
  * The demo's MPI job: ping-pong latency and bandwidth between ranks 0 and 1
  * at a few sizes, and an allreduce over all ranks; every message is checked.

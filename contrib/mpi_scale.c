@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /*
  * The scale benchmark's MPI job (contrib/bench_scale): the time of the
  * window MPI_Init plus one 8-byte exchange plus one MPI_Alltoall of 256 ints

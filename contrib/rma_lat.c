@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /*
  * rma_lat - what a one-sided UCP user waits for, per operation: an 8-byte
  * put followed by a flush (OpenSHMEM's shmem_putmem + shmem_quiet, MPI's

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /*
  * rma_lat.h - what the UCP program (rma_lat.c: the options, the control
  * socket, the timed loops) lends its UCT level (rma_lat_uct.c)

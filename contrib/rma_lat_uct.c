@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /*
  * rma_lat_uct.c - rma_lat's loops at UCT level (rma_lat -t TL -d DEV): an
  * 8-byte put short followed by uct_ep_flush with a completion, or by

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # contrib/stats.sh - order statistics of the benchmark scripts (contrib/bench,
 # contrib/bench_rma), sourced: the median and spread of a run's figures and
 # the median of per-round ratios with a sign-test interval

@@ -1,3 +1,5 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
+dnl Copyright (c) 2026, the ucx-ibshare developers
 # Checks of UCX's internal API, which a UCT component compiles against and
 # which changes between UCX releases (doc/ucx-versions.md lists the changes).
 # Each defines a macro to 1 or 0 in src/ibshare_ucx_api.h, which

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group's wire messages: what a joiner sends to the member that
  * serves the group, and the descriptor it gets back (with the file

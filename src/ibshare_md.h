@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The ibshare memory domain: the verbs device context, the protection domain
  * and memory registration of one device.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group: election, joining, founding, leaving. Serving is in
  * ibshare_node_serve.c, files and locks in ibshare_node_files.c; see

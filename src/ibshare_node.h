@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group: the processes of one job that share one device on one
  * node. One of them (the server, at first the founder) hands the group's

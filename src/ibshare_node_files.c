@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group's files: the per-user directory, the lock file's locks and
  * state area, the listing ibshare_info prints, and the sweeping of the files

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * Internals of the node group shared by ibshare_node.c (election, joining,
  * leaving), ibshare_node_serve.c (the member's thread: serving, taking over)

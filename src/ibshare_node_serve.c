@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group's serving side: the thread every member runs, which takes
  * over serving when the SERVER byte comes free, accepts joiners, checks them

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node pool: one shared memory file (memfd) that every member of a node
  * group maps, cut into equal slices, one per member. In shared mode the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The verbs resources of one device in this process: the context, the PD,
  * the node pool and the rank's slice of it, either shared with the node

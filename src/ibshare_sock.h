@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group's unix socket: SOCK_SEQPACKET, so every message arrives
  * whole or is reported truncated, and file descriptors travel beside the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * What differs between the UCX internal APIs the module builds against
  * (Debian's 1.13.1 and upstream 1.22.0; doc/ucx-versions.md lists the

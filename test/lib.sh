@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Shared helpers of the shell tests; sourced, not run.
 # The test harness (make check) exports IBSHARE_MODULE, IBSHARE_SRCDIR and
 # IBSHARE_BUILDDIR, and the UCX the build is configured with:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # shellcheck shell=sh disable=SC2154  # (tl, mode, fallback_lines: the test's; ucp_ep_cfg_re, tmpdir: test/lib.sh's)
 # Host-side helpers of the tests that run MPI and OpenSHMEM jobs in the guest
 # and read what UCX and ibshare_info printed (mpi.sh, slurm.sh,

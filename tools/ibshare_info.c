@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * ibshare_info: the verbs devices ucx-ibshare sees, and every live node
  * group of this user on this node (job, server, members, mode, pool, MRs,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * rc_share connections: one RC QP pair per pair of ifaces (and per
  * connection number, below), carrying both directions, made by a handshake

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * rc_share endpoint: one function per UCT operation, on the send queue of
  * its connection (rc_share_conn.h), whose sending half it is.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * rc_share iface: life cycle, port and GID selection, CQs and SRQ, receive
  * buffers, progress, query.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The send queue of one RC QP: work requests numbered in order, what each
  * delivers when it is done, selective signaling, the backlog of a QP that

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * libFuzzer target for the node group's message decoder (contrib/fuzz builds
  * and runs it). Whatever a peer on the socket sends must either be refused

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # In the soft-RoCE guest (2.9 GiB), `ucx_info -d` with a bad UCX_IBSHARE_* or
 # UCX_RC_SHARE_* value ends within seconds, not OOM-killed (SLICE_SIZE=8g
 # was, after 89 s, with no message), and says which variable is wrong; a

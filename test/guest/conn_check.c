@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * rc_share's connections at UCT level (test/guest/conn_stranger.sh runs
  * them): a target that answers pings, pingers, requesters to kill, a loop

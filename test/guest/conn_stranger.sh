@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # rc_share's connection layer attacked and churned, in one guest
 # (test/guest/conn_check.c, UCT; test/guest/stranger.c, raw verbs, a host
 # of the fabric that is no member of the job). Issue 20. A target iface

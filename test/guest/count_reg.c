@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * Preloaded before the module in guest tests and benchmarks: counts memory
  * registrations (calls and bytes), device contexts opened (ibv_open_device)

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The Debian package as its users get it: built with dpkg-buildpackage from
 # the release tarball (make dist) against the system's UCX, then installed
 # with dpkg in a clean guest (whose writes are thrown away). It holds the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * What the guest's UCT test programs share (node_member, node_lifetime,
  * incast, md_reg): finding the component, counting open fds, the counts of

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # contrib/hwcheck on rxe0:1 (4 members, RDMA writes and reads verified).
 #   fallback mode (Debian's provider, no import): UCX_IBSHARE_MODE=shared
 #     must fail with an error naming the cause, and the fallback must pass

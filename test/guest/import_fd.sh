@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The import's ownership of the cmd_fd it is given (test/unit/test_import),
 # in the guest, on a uverbs fd that has no context: with Debian's provider
 # (no import_context) libibverbs refuses it and leaves it open; with the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * Incast: SENDERS rc_share ifaces (each with a worker and an async context
  * of its own, so its own QPs) send MESSAGES active messages each to one

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Incast (test/guest/incast.c): 32 rc_share senders, 32 active messages
 # each, to one receiver with the default receive queue (256 buffers) that
 # calls no progress for its first 3 s: every message arrives once and no

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # info_sampler.sh FILE INFO: run in the guest beside an MPI job, until
 # killed, keeps in FILE the output of ibshare_info (INFO, the program) that
 # lists the most group members and, of those, the most MRs (the first with

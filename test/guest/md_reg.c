@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * Memory registration of the ibshare md, checked against the kernel's own
  * count of this process's MRs (`rdma res show mr`). Runs in the guest with

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Registration on rxe0: lazy device open, MR counts and rkeys as the kernel
 # sees them, with and without the registration cache (test/guest/md_reg.c);
 # then the same under valgrind: no invalid access, no definite leak.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # How the UCX of the build loads the module, seen by `ucx_info -d` in the
 # soft-RoCE guest (rc_share on rxe0:1, listed once):
 # - UCX 1.22 (loads plugins): from UCX_PLUGIN_PATH=<build>/.libs; after

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Open MPI over UCX on the transport under test (IBSHARE_TEST_TL, default
 # rc_share; rc_verbs to check the test itself), in one guest boot:
 # test/guest/mpi_check (point-to-point, collectives, one-sided; every byte

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * MPI conformance over UCX: point-to-point (eager and rendezvous sizes,
  * blocking and non-blocking, MPI_ANY_SOURCE), collectives and one-sided

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * A rank that computes without calling MPI while another's first messages
  * to it are in flight: rank 1 spins for COMPUTE_S seconds, making no MPI

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # An Open MPI job over rc_share alone where rank 1 computes for 20 s without
 # calling MPI while rank 0's first messages to it (eager and rendezvous) are
 # in flight (test/guest/mpi_compute.c): the job completes, every byte

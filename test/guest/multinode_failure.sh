@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A node whose processes die, seen from the other node of `contrib/vm/run
 # --nodes 2`, never a hang:
 # 1. UCP over rc_share alone with error handling (ucx_perftest -e, keepalive

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Open MPI across two nodes of `contrib/vm/run --nodes 2`: mpirun --host
 # node0:2,node1:2 starts node1's daemon through node-exec (plm_rsh_agent), and
 # test/guest/mpi_check (point-to-point, collectives, one-sided with osc ucx;

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # UCT between two nodes: the ucx_perftest pairs of perftest_uct.sh (active
 # messages, put, get, 64-bit atomics; swap and 32-bit fetch-add refused by
 # rc_share) with the server on node0 and the client on node1 of

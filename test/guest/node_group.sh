@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A node group of 8 processes of one job on rxe0, each opening the rc_share
 # iface; memory from the slice costs no registration; each writes into the
 # next one's slice over RDMA and reads it back, checked byte for byte

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * One process of the node group lifetime test (test/guest/node_lifetime.sh):
  * joins the group of its job (the ibshare md and an rc_share iface on the

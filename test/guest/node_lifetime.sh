@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The node group's lifetime, in the mode the guest's provider gives
 # (node_lifetime.sh: fallback; node_lifetime.shared: shared, the import
 # provider). Processes of test/guest/node_lifetime.c talk without a pause

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * One member of a node group test (test/guest/node_group.sh): opens the
  * rc_share iface (which joins the group), allocates a buffer from its slice,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A peer that dies is reported to UCP as an error, not a hang: UCP-level
 # ucx_perftest with error handling (-e) and keepalive over rc_share alone,
 # both processes in one node group; the server is killed (SIGKILL) mid-run;

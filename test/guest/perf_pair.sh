@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Sourced by the guest side of perftest_uct.sh, perftest_ucp.sh, sanitizers.sh,
 # multinode_uct.sh and contrib/bench, which set client_timeout and
 # server_grace (seconds). The client runs here and connects to 127.0.0.1,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # UCP over the transport under test (IBSHARE_TEST_TL, default rc_share;
 # rc_verbs to check the test itself) on rxe0:1, in one guest boot: ucx_perftest
 # tag matching, put and get, at 8 B (eager) and 64 KiB (rendezvous), complete

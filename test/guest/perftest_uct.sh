@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # UCT-level conformance of the transport under test (IBSHARE_TEST_TL, default
 # rc_share; rc_verbs to check the test itself) on rxe0:1, in one guest boot:
 # ucx_perftest active messages, put, get and 64-bit atomics complete every

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # What a one-sided UCP user's put + flush costs on the wire (issue 23): an
 # 8-byte ucp_put_nbx and then ucp_ep_flush_nbx, many times
 # (contrib/rma_lat), over UCX_TLS=rc_v and over rc_share on rxe0:1 (server

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The module built with AddressSanitizer and UndefinedBehaviorSanitizer
 # (contrib/check builds one in build-sanitize and runs this test there), in
 # ucx_perftest pairs on rxe0:1 in one guest boot: UCP tag matching (polling

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * OpenSHMEM over UCX (Open MPI's spml ucx): put, get, the atomics that spml
  * ucx carries (fetch-add, compare-swap, swap, add), shmem_barrier_all, a

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Slurm (Debian's 22.05, issue 22): the guest runs slurmctld and slurmd as a
 # cluster of one node (munge for authentication, proctrack/linuxproc,
 # task/none), and one job runs two steps of 4 ranks at once

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * A host of the fabric that is no member of the job: raw verbs, no UCX. It
  * sends rc_share's handshake messages (protocol version 3, the layout

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # UCX's own UCT unit tests (test/gtest of the UCX source, built and cached by
 # contrib/gtest/build) for rc_share in the soft-RoCE guest: every generic
 # instance that passes for rc_verbs (contrib/gtest/rc_verbs.pass) passes for

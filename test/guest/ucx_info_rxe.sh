@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # In the soft-RoCE guest, UCX lists rc_share on rxe0:1 and UCP accepts
 # UCX_TLS=rc_share.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"

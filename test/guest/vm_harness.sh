@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The QEMU test bed in a session (contrib/vm/run --serve; contrib/check runs
 # the guest tests in sessions): the guest command's status comes back, the
 # guest has rxe0, a command ends by its timeout, leaves no process and no

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The ibshare-run wrapper loads the module the way the UCX it was built for
 # loads modules, and prints the mpirun options that do the same: UCX 1.13
 # preloads it (LD_PRELOAD), UCX 1.22 finds it in UCX_PLUGIN_PATH.

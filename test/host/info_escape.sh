@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Issue 21, item 5: ibshare_info prints what the group's state file holds
 # (job key, device name), which a member or anyone who can write the file
 # controls. A job key with terminal escape sequences, and a state file

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A seeded loop of chaos: in each iteration a job's leader (with one member
 # that can take over) gets SIGKILL or SIGSTOP at a random moment while 8 to
 # 32 joiners arrive. Every joiner ends within the join timeout and a margin

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # ibshare_info --clean: the files of dead groups (a killed job's lock and
 # socket, the lock file of a founder that died in create()) are removed and
 # reported; a live group's are never touched, and it goes on serving.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The founder dies inside create() (UCX_IBSHARE_FAULT=create_exit): it leaves
 # a lock file with no member behind, and the next process of the job founds
 # the group cleanly and serves the ones after it.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The per-user directory: created 0700 whatever the umask; one that another
 # user could enter or control (mode 0755, another owner, a symlink, not a
 # directory, a symlinked lock file) or a missing runtime directory is a clear

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The group directory after its check: swapped for a symlink to another
 # directory while members hold it open, a member that takes over serving
 # binds its socket in the directory it checked, never behind the link, and a

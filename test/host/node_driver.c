@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * Test driver of the node group bootstrap (src/ibshare_node.c), with a fake
  * create() and no RDMA: the "pool" is a memfd with a pattern at offset 0,

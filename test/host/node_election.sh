@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # 64 processes of one job start joining at the same instant: exactly one
 # founds the group (create() runs once), every one is served, all slices
 # differ, the fds every member got are the founder's files; they leave

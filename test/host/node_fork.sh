@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A member forks without exec (a fork-based helper, Python multiprocessing):
 # the child keeps none of the group's files (lock file fds or mapping,
 # listening socket), so when the serving member is killed while the child

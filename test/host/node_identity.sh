@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A joiner checks whose group it joined: a group's socket path that leads to
 # another live group's server (a symlink) gives a refusal naming both groups,
 # never a member of the wrong group; a JOIN of another job, device or port

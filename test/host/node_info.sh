@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # ibshare_info lists the devices and every live group: job key, device,
 # leader pid, members (count and pids), mode, pool and slices used, MRs and
 # registration counters; a member killed drops out of the list, a new

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Shared helpers of the node group tests (test/host/node_*.sh), sourced
 # after test/lib.sh. The driver is test/host/node_driver.c.
 

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A member at its fd limit: the kernel drops the fds that come with the
 # descriptor (MSG_CTRUNC), and the member says so with RLIMIT_NOFILE and its
 # figures, not that the server sent too many. A flood of connections that

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Malformed messages sent raw to a server (garbage, short, wrong magic,
 # wrong version, wrong type, too long, fds attached) are refused with
 # REFUSE(BAD_MSG) and logged with their cause; peers that connect and say

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The server misbehaves once (UCX_IBSHARE_FAULT: stall, garbage, truncated)
 # while another member is attached: the joiner it misleads fails within its
 # timeout with an error naming the cause and leaks no fd; the server lives

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Issue 21, items 1 and 2: what a serving member does when its own means
 # fail.
 # Item 2: the serving thread's poll() fails (UCX_IBSHARE_FAULT=poll_fail,

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A group whose members are all killed (SIGKILL) leaves its lock file and
 # socket behind: ibshare_info does not list it, the next job with the same
 # key founds a new group cleanly over the stale files, and a founder of any

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # The server dies at each step of a hand-off (UCX_IBSHARE_FAULT: after
 # accept(), after reading the join message, after sending the descriptor)
 # while other members are attached: a surviving member takes over, later

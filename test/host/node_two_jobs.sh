@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Two jobs start on the node at the same instant, 16 processes each: two
 # groups, two create() calls, every process served by its own job's group
 # with its own job's pool; the same job on another device is a third group.

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # A group of user nobody refuses connections from another user (root) by
 # SO_PEERCRED: a raw connection gets REFUSE(UID), root's joiner side refuses
 # a server of another uid at once, without hanging; nobody's own members

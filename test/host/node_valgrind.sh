@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Join and leave under valgrind, in shared mode (two fds passed) and as
 # founder and joiner: no memory error, no leak, no fd left open.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # figures_ok (test/lib.sh), the guest tests' reading of a ucx_perftest
 # "Final:" row: the last interval's averages may be nan or inf, whatever
 # 0/0 and x/0 print (CI's multinode_uct failed a complete run once on

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # test/timed-driver, make check's log driver: a shell test that exits 0
 # without finish's "NAME: took N s" line is an error (it stopped early: the
 # guest side's exit, a sourced file read past its end), one that ends

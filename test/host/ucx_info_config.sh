@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # ucx_info -c -f documents every UCX_IBSHARE_* and UCX_RC_SHARE_* variable.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 

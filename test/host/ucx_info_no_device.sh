@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright (c) 2026, the ucx-ibshare developers
 # Without an RDMA device the component lists nothing and says nothing.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The handshake message check (protocol version 3): every malformed
  * message is refused, every type with its results, the layout the other

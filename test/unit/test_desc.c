@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node group's message codec: round trips, one case per rejection rule,
  * truncation, and seeded random input (accepted => re-encodes to itself).

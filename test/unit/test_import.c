@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The import's ownership of the cmd_fd it is given: taken whatever happens,
  * closed exactly once. libibverbs fails before the provider (not a char

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The ledger of a shared-mode member's verbs objects (ibshare_ledger.h):
  * what a member writes into its slice, and what a reclaimer does with it.

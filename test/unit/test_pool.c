@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) 2026, the ucx-ibshare developers */
 /**
  * The node pool's file: what its seals refuse, and what they do not (the
  * trust model in doc/node-sharing.md rests on both), and the checks a
