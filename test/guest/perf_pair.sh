@@ -62,3 +62,18 @@ perf_pairs() {
              "$(($(date +%s) - pps_start)) s"
     done
 }
+
+# left_to_sanitizers NAMES: the case lines of stdin ("NAME ..."), less the
+# cases named in NAMES in shared mode's default run (IBSHARE_TEST_MODE
+# shared, IBSHARE_TEST_LONG not 1): sanitizers-shared.sh runs those pairs
+# with the same options, in the same mode, on the same UCX, in every
+# contrib/check (CI's time); all of them run in the long run
+left_to_sanitizers() {
+    if [ "${IBSHARE_TEST_MODE:-}" = shared ] &&
+       [ "${IBSHARE_TEST_LONG:-0}" != 1 ]; then
+        awk -v names=" $(echo "$1" | tr '\n' ' ') " \
+            'index(names, " " $1 " ") == 0'
+    else
+        cat
+    fi
+}

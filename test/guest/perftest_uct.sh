@@ -17,7 +17,11 @@
 # one, fallback mode, in the long run only (contrib/check --long; issue 19:
 # CI's time: the operations are the same code in both modes). Against UCX
 # 1.22, the same operations run in sanitizers.sh's pairs (make
-# check-sanitize-generation).
+# check-sanitize-generation). In shared mode's default run, seven of the
+# fifteen pairs (the ones sanitizers-shared.sh runs with the same options,
+# in the same mode on the same UCX: $sanitized below) are left to that test
+# (CI's time, about 45 s); the long run, and multinode_uct.sh between two
+# nodes, run all of them.
 
 lat_iters=1000
 bw_iters=2000
@@ -25,10 +29,15 @@ warmup=100
 client_timeout=60
 server_grace=15
 
+# The pairs that sanitizers-shared.sh runs with the same options
+# (left_to_sanitizers, test/guest/perf_pair.sh): in shared mode's default
+# run they are its (and multinode_uct.sh runs every case, between two nodes)
+sanitized="am_lat am_bw_bcopy am_bw_zcopy put_bw_zcopy get_zcopy fadd cswap"
+
 # The test cases, one a line: NAME KIND ucx_perftest-options
 # KIND: lat, bw (must complete) or refuse (unsupported atomics)
 cases() {
-    cat <<EOF
+    left_to_sanitizers "$sanitized" <<EOF
 am_lat        lat    -t am_lat -D short -s 8
 am_bw_short   bw     -t am_bw -D short -s 8
 am_bw_bcopy   bw     -t am_bw -D bcopy -s 1024
