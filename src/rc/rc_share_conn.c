@@ -105,7 +105,7 @@ struct uct_rc_share_conn {
     uct_rc_share_conn_key_t   key;
     uct_rc_share_conn_state_t state;
 
-    /* Our half: the endpoint that sends on it (tx.owner); */
+    /* Our half, the endpoint that sends on it, is tx.owner */
     int                       had_owner;    /* one left: never another */
     /* The peer's half: it may send on it (its endpoint, or one it may
      * still open with this number); clear once it said it is gone */
