@@ -32,14 +32,14 @@ warmup=100
 client_timeout=90
 server_grace=15
 
-# The test cases, one a line: NAME LANE ucx_perftest-options
-# LANE: the UCP lane (tag or rma) that must use the transport under test
 # The pairs that sanitizers-shared.sh runs with the same options
 # (left_to_sanitizers, test/guest/perf_pair.sh): in shared mode's default
 # run they are its; tag_lat_8_sleep stays, the event path in the plain build
 sanitized="tag_bw_65536 ucp_put_bw_65536 ucp_get_8 ucp_get_65536
 tag_lat_64K_sleep tag_bw_8_sleep"
 
+# The test cases, one a line: NAME LANE ucx_perftest-options
+# LANE: the UCP lane (tag or rma) that must use the transport under test
 cases() {
     left_to_sanitizers "$sanitized" <<EOF
 tag_lat_8         tag  -t tag_lat -s 8
