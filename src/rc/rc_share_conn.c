@@ -1826,13 +1826,6 @@ int uct_rc_share_conn_tx_failed(uct_rc_share_conn_t *conn, uint16_t sn,
     int newly_failed    = uct_rc_share_conn_tx_error(conn, status);
 
     (void)uct_rc_share_txq_complete(&conn->tx.txq, sn, status);
-    if (conn->tx.owner == NULL) {
-        uct_rc_share_conn_tx_orphan(conn);
-    } else if (!newly_failed &&
-               (conn->tx.txq.owner_waits ||
-                uct_rc_share_txq_flush_due(&conn->tx.txq))) {
-        conn->tx.owner_ops->tx_resumed(conn->tx.owner);
-    }
     return newly_failed;
 }
 

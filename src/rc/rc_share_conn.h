@@ -189,7 +189,8 @@ int *uct_rc_share_conn_fc_wnd(uct_rc_share_conn_t *conn);
 void uct_rc_share_conn_check(uct_rc_share_conn_t *conn);
 
 /* (a completion in error, in uct_rc_share_conn_tx_complete: the
- * connection fails; 1 if it failed now and has an owner to tell) */
+ * connection fails, and the queue completes with the error; 1 if it failed
+ * now and has an owner to tell) */
 int uct_rc_share_conn_tx_failed(uct_rc_share_conn_t *conn, uint16_t sn,
                                 enum ibv_wc_status wc_status);
 
@@ -211,24 +212,26 @@ uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
                               uct_rc_share_conn_t **failed)
 {
     uct_rc_share_conn_tx_t *tx;
+    int i, newly_failed, num_failed = 0;
     uint16_t sn;
-    int i, num_failed = 0;
 
     for (i = 0; i < n; ++i) {
-        tx = uct_rc_share_wr_id_owner(wc[i].wr_id);
-        sn = uct_rc_share_wr_id_sn(wc[i].wr_id);
-        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-            if (uct_rc_share_conn_tx_failed((uct_rc_share_conn_t*)tx, sn,
-                                            wc[i].status)) {
-                failed[num_failed++] = (uct_rc_share_conn_t*)tx;
-            }
-            continue;
+        tx           = uct_rc_share_wr_id_owner(wc[i].wr_id);
+        sn           = uct_rc_share_wr_id_sn(wc[i].wr_id);
+        newly_failed = 0;
+        if (ucs_likely(wc[i].status == IBV_WC_SUCCESS)) {
+            (void)uct_rc_share_txq_complete(&tx->txq, sn, UCS_OK);
+        } else {
+            newly_failed = uct_rc_share_conn_tx_failed(
+                    (uct_rc_share_conn_t*)tx, sn, wc[i].status);
         }
 
-        (void)uct_rc_share_txq_complete(&tx->txq, sn, UCS_OK);
-        /* (a completion callback may have closed the owner's endpoint) */
+        /* (a completion callback may have closed the owner's endpoint;
+         * a newly failed one hears of it after the batch) */
         if (ucs_unlikely(tx->owner == NULL)) {
             uct_rc_share_conn_tx_orphan((uct_rc_share_conn_t*)tx);
+        } else if (newly_failed) {
+            failed[num_failed++] = (uct_rc_share_conn_t*)tx;
         } else if (tx->txq.owner_waits ||
                    uct_rc_share_txq_flush_due(&tx->txq)) {
             tx->owner_ops->tx_resumed(tx->owner);
