@@ -2,8 +2,8 @@ dnl SPDX-License-Identifier: BSD-3-Clause
 dnl Copyright (c) 2026, the ucx-ibshare developers
 # Checks of UCX's internal API, which a UCT component compiles against and
 # which changes between UCX releases (doc/ucx-versions.md lists the changes).
-# Each defines a macro to 1 or 0 in src/ibshare_ucx_api.h, which
-# src/ibshare_ucx_compat.h reads; the caller sets CPPFLAGS to reach the UCX
+# Each defines a macro to 1 or 0 in src/compat/ibshare_ucx_api.h, which
+# src/compat/ibshare_ucx_compat.h reads; the caller sets CPPFLAGS to reach the UCX
 # internal headers.
 
 # IBSHARE_UCX_CHECK(MACRO, DESCRIPTION, BODY)

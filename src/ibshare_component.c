@@ -7,8 +7,8 @@
  * preloaded (LD_PRELOAD) and registers itself from its constructor; libuct
  * and libucs, which it links against, are initialised before it.
  */
-#include "ibshare_device.h"
-#include "ibshare_md.h"
+#include "md/ibshare_device.h"
+#include "md/ibshare_md.h"
 #include "rc/rc_share.h"
 
 #include <ucs/type/class.h>

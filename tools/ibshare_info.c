@@ -9,8 +9,8 @@
  * it never disturbs a job. With --clean it removes the files of dead groups
  * only, by the protocol a group's last member follows.
  */
-#include "ibshare_device.h"
-#include "ibshare_node.h"
+#include "md/ibshare_device.h"
+#include "node/ibshare_node.h"
 
 #include <ucs/debug/memtrack_int.h>
 

@@ -18,7 +18,7 @@
 #ifndef UCT_RC_SHARE_H_
 #define UCT_RC_SHARE_H_
 
-#include "ibshare_md.h"
+#include "md/ibshare_md.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>

@@ -7,7 +7,7 @@
 #include "rc_share.h"
 #include "rc_share_conn.h"
 #include "rc_share_qp.h"
-#include "ibshare_device.h"
+#include "md/ibshare_device.h"
 
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/log_def.h>

@@ -10,7 +10,7 @@
  * one valid message of each type into the directory given, as the starting
  * corpus (random bytes alone would rarely get past the magic).
  */
-#include "ibshare_desc.h"
+#include "node/ibshare_desc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

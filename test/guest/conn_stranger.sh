@@ -41,7 +41,7 @@
 # killed requesters, and stay bounded while the members of a group of 8
 # are killed and replaced 20 times. In shared mode (conn_stranger-shared.sh)
 # that is the server's reclamation of what each killed member left on the
-# group's uverbs file (its ledger, src/ibshare_ledger.h).
+# group's uverbs file (its ledger, src/md/ibshare_ledger.h).
 # Issue 21: a fork child that closes everything it inherited (endpoints,
 # ifaces, workers, md) leaves the parent's verbs objects and async handlers
 # alone, and the parent's messages flow on (item 3): 10 children in turn,

@@ -120,7 +120,7 @@ static void test_registration(uct_component_h component, const char *dev,
     CHECK(kernel_mr_count(&kernel_rkey) == 1, "the kernel holds 1 MR");
 
     CHECK(uct_md_mkey_pack(md, memh, packed) == UCS_OK, "mkey_pack");
-    /* The packed key starts with the 32-bit rkey (src/ibshare_md.h) */
+    /* The packed key starts with the 32-bit rkey (src/md/ibshare_md.h) */
     memcpy(&packed_rkey, packed, sizeof(packed_rkey));
     CHECK(packed_rkey == kernel_rkey, "the packed rkey 0x%x is the kernel's 0x%x",
           packed_rkey, kernel_rkey);

@@ -12,7 +12,7 @@
 #   B. the founder L2 is killed (kill -9) while M3 and M4 talk: they go on,
 #      one of them serves, a newcomer N2 joins; in shared mode the new
 #      server destroys what L2 left on the group's device context (its
-#      ledger, src/ibshare_ledger.h) and frees its slice: no slice stays
+#      ledger, src/md/ibshare_ledger.h) and frees its slice: no slice stays
 #      retired;
 #      then a member V that M3 talks to is killed: M3 reports V failed
 #      within BOUND seconds and goes on with M4 and N2;

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026, the ucx-ibshare developers
 # UCX's own UCT unit tests (test/gtest of the UCX source, built and cached by
-# contrib/gtest/build) for rc_share in the soft-RoCE guest: every generic
-# instance that passes for rc_verbs (contrib/gtest/rc_verbs.pass) passes for
+# test/gtest/build) for rc_share in the soft-RoCE guest: every generic
+# instance that passes for rc_verbs (test/gtest/rc_verbs.pass) passes for
 # rc_share, none crashes or hangs, and every rc_share skip is on
-# contrib/gtest/rc_share.skip with its reason. contrib/gtest/run does the
+# test/gtest/rc_share.skip with its reason. test/gtest/run does the
 # work and the comparison; this checks its verdict and shows the failures.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 

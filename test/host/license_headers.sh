@@ -8,9 +8,9 @@
 # tree (in a release tarball, the files under the source directories),
 # less what is not code of ours: documentation (*.md, doc/), LICENSE,
 # debian/'s packaging data (debian/rules is checked), upstream sources and
-# patches to them (contrib/vendor, *.patch), data (contrib/gtest's lists,
+# patches to them (contrib/vendor, *.patch), data (test/gtest's lists,
 # .gitignore), and the test bed's files whose whole text is a cache key
-# (the guest's kernel image, the import provider, UCX's gtest: a header
+# (the guest's kernel image, the import provider: a header
 # would rebuild them on every machine; they take theirs with their next
 # change). A header that a later edit pushes down or breaks fails here.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
@@ -18,10 +18,10 @@
 spdx='SPDX-License-Identifier: BSD-3-Clause'
 copyright='Copyright (c) [0-9]\{4\}\(-[0-9]\{4\}\)\{0,1\}, the ucx-ibshare developers'
 
-# The test bed's cache keys (contrib/vm/run, contrib/vm/build-rxe-import,
-# contrib/gtest/build hash these whole)
+# The test bed's cache keys (contrib/vm/run and contrib/vm/build-rxe-import
+# hash these whole)
 cache_keyed='contrib/vm/build-rxe-import contrib/vm/init contrib/vm/mkinitramfs
-contrib/vm/extract-vmlinux contrib/vm/rexec.c contrib/gtest/build'
+contrib/vm/extract-vmlinux contrib/vm/rexec.c'
 
 list_files() {
     if git -C "$IBSHARE_SRCDIR" rev-parse --is-inside-work-tree \
@@ -39,7 +39,7 @@ checked() {
     case $1 in
     debian/rules) return 0 ;;
     *.md|doc/*|LICENSE|debian/*|contrib/vendor/*|*.patch|.gitignore|\
-    contrib/gtest/rc_verbs.pass|m4/.keep) return 1 ;;
+    test/gtest/rc_verbs.pass|m4/.keep) return 1 ;;
     esac
     for keyed in $cache_keyed; do
         [ "$1" != "$keyed" ] || return 1
@@ -65,7 +65,7 @@ echo "$n files checked of $(grep -c . "$tmpdir/all") in the tree"
 sed 's/^/    no header: /' "$tmpdir/missing"
 # (the list itself is what the test rests on: it must hold the code)
 check "the files checked include the module's, the tests' and the scripts'\
- ($n)" sh -c "grep -qx src/ibshare_md.c '$tmpdir/checked' &&
+ ($n)" sh -c "grep -qx src/md/ibshare_md.c '$tmpdir/checked' &&
               grep -qx src/rc/rc_share_ep.c '$tmpdir/checked' &&
               grep -qx test/host/license_headers.sh '$tmpdir/checked' &&
               grep -qx contrib/check '$tmpdir/checked' && test $n -ge 100"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright (c) 2026, the ucx-ibshare developers */
 /**
- * Test driver of the node group bootstrap (src/ibshare_node.c), with a fake
+ * Test driver of the node group bootstrap (src/node/ibshare_node.c), with a fake
  * create() and no RDMA: the "pool" is a memfd with a pattern at offset 0,
  * the "cmd_fd" (shared mode) another memfd. Used by test/host/node_*.sh.
  *
@@ -51,8 +51,8 @@
  *                                    (so nothing after them is consumed)
  */
 #define _GNU_SOURCE
-#include "ibshare_node.h"
-#include "ibshare_sock.h"
+#include "node/ibshare_node.h"
+#include "node/ibshare_sock.h"
 
 #include <ucs/sys/sock.h>
 

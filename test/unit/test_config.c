@@ -3,8 +3,8 @@
 /**
  * Component registration and configuration tables.
  */
-#include "ibshare_md.h"
-#include "ibshare_resources.h"
+#include "md/ibshare_md.h"
+#include "md/ibshare_resources.h"
 #include "rc/rc_share.h"
 
 #include <uct/api/uct.h>

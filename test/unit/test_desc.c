@@ -8,7 +8,7 @@
  * documents, so a layout change in the codec shows up as a failure and
  * invalid messages can be built that the encoder would refuse to write.
  */
-#include "ibshare_desc.h"
+#include "node/ibshare_desc.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 /**
  * Device and port naming: what UCX users type in UCX_NET_DEVICES.
  */
-#include "ibshare_device.h"
+#include "md/ibshare_device.h"
 
 #include <stdarg.h>
 #include <stddef.h>

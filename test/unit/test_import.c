@@ -9,7 +9,7 @@
  * thread opens meanwhile must survive.
  */
 #define _GNU_SOURCE
-#include "ibshare_import.h"
+#include "md/ibshare_import.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  * (conn_stranger-shared.sh) destroy real objects.
  */
 #define _GNU_SOURCE
-#include "ibshare_ledger.h"
+#include "md/ibshare_ledger.h"
 
 #include <errno.h>
 #include <stdarg.h>

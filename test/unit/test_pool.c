@@ -6,7 +6,7 @@
  * member makes before it maps a pool it received.
  */
 #define _GNU_SOURCE
-#include "ibshare_pool.h"
+#include "node/ibshare_pool.h"
 
 #include <errno.h>
 #include <fcntl.h>

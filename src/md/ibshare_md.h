@@ -8,7 +8,7 @@
 #define UCT_IBSHARE_MD_H_
 
 #include "ibshare_resources.h"
-#include "ibshare_ucx_compat.h"
+#include "compat/ibshare_ucx_compat.h"
 
 #include <uct/base/uct_md.h>
 #include <ucs/memory/rcache.h>

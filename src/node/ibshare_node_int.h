@@ -189,13 +189,21 @@ uct_ibshare_node_deadline(const struct uct_ibshare_node *node)
 /*
  * A fork child inherits every fd, and fork shares the open file description
  * (and with it the OFD locks), so the child handler closes the group's fds
- * of every node (see ibshare_node.c). Whoever creates or closes an fd of a
+ * of every node (ibshare_node_fork.c). Whoever creates or closes an fd of a
  * node, or maps its state, holds this lock meanwhile, so that a fork in
  * another thread sees every fd recorded in the node. Short sections only:
  * fork() waits for it.
  */
 void uct_ibshare_node_fork_lock(void);
 void uct_ibshare_node_fork_unlock(void);
+
+/* Once per process, before the first node: the atfork handlers */
+ucs_status_t uct_ibshare_node_fork_init(void);
+
+/* A node's fds are closed in a fork child from track until untrack (which
+ * needs the fork lock held, as the node's fds close under it too) */
+void uct_ibshare_node_fork_track(uct_ibshare_node_t *node);
+void uct_ibshare_node_fork_untrack(uct_ibshare_node_t *node);
 
 /* The fault that strikes now (set: take it); misbehaving faults strike once */
 unsigned uct_ibshare_node_fault_take(uct_ibshare_node_t *node,

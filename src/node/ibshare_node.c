@@ -41,95 +41,6 @@
 #define UCT_IBSHARE_NODE_RETRY_MS     10   /* a joiner asks again */
 
 
-/* Every node of this process, for the fork child handler; under the lock */
-static UCS_LIST_HEAD(uct_ibshare_node_all);
-static pthread_mutex_t uct_ibshare_node_fork_mutex =
-    PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t uct_ibshare_node_atfork_once = PTHREAD_ONCE_INIT;
-static int uct_ibshare_node_atfork_ret;
-
-
-void uct_ibshare_node_fork_lock(void)
-{
-    pthread_mutex_lock(&uct_ibshare_node_fork_mutex);
-}
-
-void uct_ibshare_node_fork_unlock(void)
-{
-    pthread_mutex_unlock(&uct_ibshare_node_fork_mutex);
-}
-
-/* Taken before fork: no node's fds change while the process is copied */
-static void uct_ibshare_node_atfork_prepare(void)
-{
-    uct_ibshare_node_fork_lock();
-}
-
-static void uct_ibshare_node_atfork_parent(void)
-{
-    uct_ibshare_node_fork_unlock();
-}
-
-/* close() alone: no logging in the child handler */
-static void uct_ibshare_node_child_close(int *fd_p)
-{
-    if (*fd_p >= 0) {
-        close(*fd_p);
-        *fd_p = -1;
-    }
-}
-
-/*
- * The child shares the open file descriptions of the parent's fds, CLOEXEC
- * acts only at exec, and OFD locks go only with the last fd (and mapping)
- * of their description: a child that kept them would keep the group's
- * locks and listening socket after its parent died, and no member could
- * take over. So the child lets go of every node: it closes what the node
- * holds of the group without unlocking or unlinking anything (the locks are
- * the parent's too) and is no member from now on. Only system calls here:
- * the child has one thread and the parent's were anywhere at fork.
- */
-static void uct_ibshare_node_atfork_child(void)
-{
-    uct_ibshare_node_conn_t *conn;
-    uct_ibshare_node_t *node;
-
-    ucs_list_for_each(node, &uct_ibshare_node_all, list) {
-        uct_ibshare_node_child_close(&node->listen_fd);
-        uct_ibshare_node_child_close(&node->lock_fd);
-        uct_ibshare_node_child_close(&node->cmd_fd);
-        uct_ibshare_node_child_close(&node->pool_fd);
-        uct_ibshare_node_child_close(&node->dir_fd);
-        /* A write to the pipe would stop the parent's thread */
-        uct_ibshare_node_child_close(&node->stop_pipe[0]);
-        uct_ibshare_node_child_close(&node->stop_pipe[1]);
-        for (conn = node->conns;
-             conn < node->conns + UCT_IBSHARE_NODE_MAX_CONNS; ++conn) {
-            uct_ibshare_node_child_close(&conn->fd);
-        }
-        /* The mapping holds the lock file's description too */
-        if (node->state != NULL) {
-            munmap(node->state, node->state_size);
-            node->state = NULL;
-        }
-        node->thread_started = 0;   /* the thread is not copied */
-        node->serving        = 0;
-        node->record         = UCT_IBSHARE_NODE_NO_RECORD;
-        node->forked         = 1;
-    }
-
-    /* Locked by the thread that forked, which is not ours any more */
-    pthread_mutex_init(&uct_ibshare_node_fork_mutex, NULL);
-}
-
-static void uct_ibshare_node_atfork_register(void)
-{
-    uct_ibshare_node_atfork_ret =
-        pthread_atfork(uct_ibshare_node_atfork_prepare,
-                       uct_ibshare_node_atfork_parent,
-                       uct_ibshare_node_atfork_child);
-}
-
 static uint64_t uct_ibshare_node_fnv1a(uint64_t hash, const void *data,
                                        size_t length)
 {
@@ -191,9 +102,7 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
     node->fault        = params->fault;
     node->reclaim      = params->reclaim;
 
-    uct_ibshare_node_fork_lock();
-    ucs_list_add_tail(&uct_ibshare_node_all, &node->list);
-    uct_ibshare_node_fork_unlock();
+    uct_ibshare_node_fork_track(node);
 
     if ((params->runtime_dir == NULL) || (params->runtime_dir[0] == '\0') ||
         (params->dev_name == NULL) || (params->dev_name[0] == '\0') ||
@@ -249,7 +158,7 @@ uct_ibshare_node_init(uct_ibshare_node_t *node,
 static void uct_ibshare_node_destroy(uct_ibshare_node_t *node)
 {
     uct_ibshare_node_fork_lock();
-    ucs_list_del(&node->list);
+    uct_ibshare_node_fork_untrack(node);
     if (node->listen_fd >= 0) {
         ucs_close_fd(&node->listen_fd);
         unlinkat(node->dir_fd, node->sock_name, 0);
@@ -674,13 +583,9 @@ ucs_status_t uct_ibshare_node_join(const uct_ibshare_node_params_t *params,
     member->cmd_fd  = -1;
     member->pool_fd = -1;
 
-    pthread_once(&uct_ibshare_node_atfork_once,
-                 uct_ibshare_node_atfork_register);
-    if (uct_ibshare_node_atfork_ret != 0) {
-        ucs_error("pthread_atfork() failed: %s; without it a fork child "
-                  "would keep the node group's locks",
-                  strerror(uct_ibshare_node_atfork_ret));
-        return UCS_ERR_NO_RESOURCE;
+    status = uct_ibshare_node_fork_init();
+    if (status != UCS_OK) {
+        return status;
     }
 
     node = ucs_calloc(1, sizeof(*node), "ibshare node");

@@ -7,7 +7,7 @@
 #include "ibshare_resources.h"
 #include "ibshare_device.h"
 #include "ibshare_import.h"
-#include "ibshare_ucx_compat.h"
+#include "compat/ibshare_ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
 #include <ucs/arch/cpu.h>

@@ -8,7 +8,7 @@
 #endif
 
 #include "ibshare_pool.h"
-#include "ibshare_ucx_compat.h"
+#include "compat/ibshare_ucx_compat.h"
 
 #include <ucs/debug/log_def.h>
 #include <ucs/debug/memtrack_int.h>

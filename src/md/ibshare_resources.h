@@ -12,10 +12,10 @@
 #ifndef UCT_IBSHARE_RESOURCES_H_
 #define UCT_IBSHARE_RESOURCES_H_
 
-#include "ibshare_desc.h"
+#include "node/ibshare_desc.h"
 #include "ibshare_ledger.h"
-#include "ibshare_node.h"
-#include "ibshare_pool.h"
+#include "node/ibshare_node.h"
+#include "node/ibshare_pool.h"
 
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>

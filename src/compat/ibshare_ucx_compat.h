@@ -13,7 +13,7 @@
 #ifndef UCT_IBSHARE_UCX_COMPAT_H_
 #define UCT_IBSHARE_UCX_COMPAT_H_
 
-#include "ibshare_ucx_api.h"
+#include "compat/ibshare_ucx_api.h"
 
 #include <uct/base/uct_component.h>
 #include <uct/base/uct_iface.h>
