@@ -675,7 +675,7 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
 
     if (member.desc.slice == UCT_IBSHARE_DESC_NO_SLICE) {
         /* Under churn the pool runs out as killed members' slices stay
-         * retired: say how many, the admin's cue (README, doc) */
+         * retired: say how many, the admin's cue (doc/node-sharing.md) */
         retired = uct_ibshare_node_slices_retired(res->node);
         retired_str[0] = '\0';
         if (retired > 0) {

@@ -8,7 +8,7 @@
 #   through ibshare-run, which then sets no LD_PRELOAD.
 # - UCX 1.13: through ibshare-run (preloaded); installed into its module
 #   directory the module is not loaded, since 1.13 loads only the modules
-#   built into it (what the README says).
+#   built into it (what doc/loading.md says).
 # The guest writes the installation into its own throw-away overlay, so
 # neither the host's UCX nor its cached build is touched.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"

@@ -6,7 +6,7 @@
 # task/none), and one job runs two steps of 4 ranks at once
 # (`srun --exact --mpi=pmix -n 4`: direct launch, PMIx, no mpirun) of
 # test/guest/mpi_check (Open MPI: point-to-point, collectives, one-sided)
-# through ibshare-run over UCX_TLS=rc_share,self, the README's "Loading"
+# through ibshare-run over UCX_TLS=rc_share,self, doc/loading.md's Slurm
 # line. Each step passes, with pml ucx and osc ucx on rc_share only and
 # every rank on the node group's resources in the test's mode. With no job
 # key set by hand, ibshare_info (sampled while they run) shows one group
