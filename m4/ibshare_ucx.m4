@@ -18,6 +18,8 @@ AC_DEFUN([IBSHARE_UCX_CHECK], [
 #include <ucs/memory/rcache.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/config/global_opts.h>
+#include <ucs/sys/sys.h>
+#include <dirent.h>
 #define SAME_TYPE(_a, _b) _Static_assert(__builtin_types_compatible_p(_a, _b), #_a)
 ]], [[$3]])],
             [ibshare_cv_$1=yes], [ibshare_cv_$1=no])])
@@ -97,6 +99,10 @@ AC_DEFUN([IBSHARE_UCX_API_CHECKS], [
     IBSHARE_UCX_CHECK([IBSHARE_UCX_PLUGIN_PATH],
         [loads modules from UCX_PLUGIN_PATH and its module directory],
         [ucs_global_opts_t o; (void)o.plugin_path;])
+    IBSHARE_UCX_CHECK([IBSHARE_UCX_READDIR_CONST_ENTRY],
+        [passes ucs_sys_readdir's callback a const entry],
+        [SAME_TYPE(ucs_sys_readdir_cb_t,
+                   ucs_status_t (*)(const struct dirent*, void*));])
     AC_CHECK_HEADERS([ucs/sys/ptr_arith.h])
 ])
 

@@ -22,6 +22,7 @@
 #include <ucs/memory/rcache.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/sys.h>
+#include <dirent.h>
 #include <string.h>
 #if HAVE_UCS_SYS_PTR_ARITH_H
 #  include <ucs/sys/ptr_arith.h> /* ucs_align_up, in ucs/sys/math.h before */
@@ -410,5 +411,12 @@ uct_ibshare_ucx_rcache_get(ucs_rcache_t *rcache, void *address, size_t length,
     return ucs_rcache_get(rcache, address, length, prot, arg, region_p);
 #endif
 }
+
+/* The entry a callback of ucs_sys_readdir gets */
+#if IBSHARE_UCX_READDIR_CONST_ENTRY
+typedef const struct dirent uct_ibshare_dirent_t;
+#else
+typedef struct dirent uct_ibshare_dirent_t;
+#endif
 
 #endif

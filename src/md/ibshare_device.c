@@ -75,24 +75,12 @@ ucs_status_t uct_ibshare_query_md_resources(uct_component_t *component,
     return UCS_OK;
 }
 
-/* Reads the first line of a sysfs attribute of a port */
+/* Reads a sysfs attribute of a port */
 static int uct_ibshare_port_attr_read(const char *ibdev_path, unsigned port,
                                       const char *attr, char *buf, size_t max)
 {
-    char path[PATH_MAX];
-    FILE *file;
-    int ok;
-
-    ucs_snprintf_zero(path, sizeof(path), "%s/ports/%u/%s", ibdev_path, port,
-                      attr);
-    file = fopen(path, "r");
-    if (file == NULL) {
-        return 0;
-    }
-
-    ok = fgets(buf, max, file) != NULL;
-    fclose(file);
-    return ok;
+    return ucs_read_file_str(buf, max, 1, "%s/ports/%u/%s", ibdev_path, port,
+                             attr) > 0;
 }
 
 static int uct_ibshare_port_is_active(const char *ibdev_path, unsigned port)

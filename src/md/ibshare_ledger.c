@@ -452,24 +452,21 @@ out:
 
 const char *
 uct_ibshare_ledger_reclaimed_str(const uct_ibshare_ledger_reclaimed_t *done,
-                                 char *buf, size_t max)
+                                 ucs_string_buffer_t *strb)
 {
-    size_t len = 0;
     unsigned type;
 
-    buf[0] = '\0';
     for (type = UCT_IBSHARE_OBJ_NONE + 1; type < UCT_IBSHARE_OBJ_LAST;
          ++type) {
-        if ((done->destroyed[type] == 0) || (len >= max)) {
-            continue;
+        if (done->destroyed[type] > 0) {
+            ucs_string_buffer_appendf(strb, "%u %s%s, ", done->destroyed[type],
+                                      uct_ibshare_obj_names[type],
+                                      (done->destroyed[type] == 1) ? "" : "s");
         }
-        len += snprintf(buf + len, max - len, "%s%u %s%s",
-                        (len > 0) ? ", " : "", done->destroyed[type],
-                        uct_ibshare_obj_names[type],
-                        (done->destroyed[type] == 1) ? "" : "s");
     }
-    if (buf[0] == '\0') {
-        ucs_strncpy_zero(buf, "nothing", max);
+    ucs_string_buffer_rtrim(strb, ", ");
+    if (ucs_string_buffer_length(strb) == 0) {
+        ucs_string_buffer_appendf(strb, "nothing");
     }
-    return buf;
+    return ucs_string_buffer_cstr(strb);
 }

@@ -28,6 +28,7 @@
 #ifndef UCT_IBSHARE_LEDGER_H_
 #define UCT_IBSHARE_LEDGER_H_
 
+#include <ucs/datastruct/string_buffer.h>
 #include <ucs/type/status.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,9 +97,9 @@ ucs_status_t uct_ibshare_ledger_reclaim(int cmd_fd, int pool_fd,
                                         pid_t pid,
                                         uct_ibshare_ledger_reclaimed_t *done);
 
-/* "3 QPs, 1 SRQ, 2 CQs" (or "nothing") */
+/* Appends "3 QPs, 1 SRQ, 2 CQs" (or "nothing") to strb; its string */
 const char *
 uct_ibshare_ledger_reclaimed_str(const uct_ibshare_ledger_reclaimed_t *done,
-                                 char *buf, size_t max);
+                                 ucs_string_buffer_t *strb);
 
 #endif

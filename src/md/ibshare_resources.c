@@ -378,14 +378,15 @@ static ucs_status_t uct_ibshare_group_reclaim(int cmd_fd, int pool_fd,
 {
     uct_ibshare_ledger_reclaimed_t done;
     ucs_status_t status;
-    char what[128];
+    UCS_STRING_BUFFER_ONSTACK(strb, 128);
+    const char *what;
 
     status = uct_ibshare_ledger_reclaim(cmd_fd, pool_fd,
                                         (uint64_t)slice * desc->slice_size,
                                         uct_ibshare_ledger_size(
                                                 desc->slice_size),
                                         pid, &done);
-    uct_ibshare_ledger_reclaimed_str(&done, what, sizeof(what));
+    what = uct_ibshare_ledger_reclaimed_str(&done, &strb);
     if (status == UCS_OK) {
         ucs_info("%s: member pid %d died; destroyed what it left on the "
                  "group's device context (%s%s), slice %u is free again",

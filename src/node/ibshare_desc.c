@@ -167,15 +167,20 @@ static ucs_status_t uct_ibshare_name_check_tail(const char *name,
     return UCS_OK;
 }
 
+uint64_t uct_ibshare_fnv1a(uint64_t hash, const void *data, size_t length)
+{
+    const uint8_t *p = data;
+
+    while (length-- > 0) {
+        hash = (hash ^ *p++) * 0x100000001b3ull;
+    }
+    return hash;
+}
+
 uint64_t uct_ibshare_job_hash(const char *job_key)
 {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    const uint8_t *p = (const uint8_t*)job_key;
-
-    do {
-        hash = (hash ^ *p) * 0x100000001b3ull;
-    } while (*p++ != '\0');
-    return hash;
+    return uct_ibshare_fnv1a(UCT_IBSHARE_FNV1A_INIT, job_key,
+                             strlen(job_key) + 1);
 }
 
 void uct_ibshare_desc_ident(const uct_ibshare_desc_t *desc,

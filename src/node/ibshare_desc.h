@@ -141,7 +141,13 @@ ucs_status_t uct_ibshare_desc_check(const uct_ibshare_desc_t *desc,
 
 const char *uct_ibshare_group_mode_str(uint32_t mode);
 
-/* The job key's hash (64-bit FNV-1a of the key and its NUL) */
+/* 64-bit FNV-1a of length bytes at data, going on from hash (start from
+ * UCT_IBSHARE_FNV1A_INIT): the node's names and the job key's hash. Neither
+ * needs more than spreading names (ucs has no such hash of bytes). */
+#define UCT_IBSHARE_FNV1A_INIT 0xcbf29ce484222325ull
+uint64_t uct_ibshare_fnv1a(uint64_t hash, const void *data, size_t length);
+
+/* The job key's hash (FNV-1a of the key and its NUL) */
 uint64_t uct_ibshare_job_hash(const char *job_key);
 
 /* The identity a descriptor names */

@@ -41,39 +41,28 @@
 #define UCT_IBSHARE_NODE_RETRY_MS     10   /* a joiner asks again */
 
 
-static uint64_t uct_ibshare_node_fnv1a(uint64_t hash, const void *data,
-                                       size_t length)
-{
-    const uint8_t *p = data;
-
-    while (length-- > 0) {
-        hash = (hash ^ *p++) * 0x100000001b3ull;
-    }
-    return hash;
-}
-
 /* The group's name: one group per (job, device, user, boot, net namespace);
  * the boot id keeps a reboot from meeting stale files in a persistent
  * directory, the namespace keeps containers that share /tmp apart */
 static void uct_ibshare_node_group_name(uct_ibshare_node_t *node,
                                         const char *dev_name)
 {
-    uint64_t hash = 0xcbf29ce484222325ull;
+    uint64_t hash = UCT_IBSHARE_FNV1A_INIT;
     uint64_t boot_hi = 0, boot_lo = 0, value;
 
     if (ucs_sys_get_boot_id(&boot_hi, &boot_lo) != UCS_OK) {
         ucs_debug("no boot id; the group name goes without it");
     }
 
-    hash  = uct_ibshare_node_fnv1a(hash, node->job_key,
+    hash  = uct_ibshare_fnv1a(hash, node->job_key,
                                    strlen(node->job_key) + 1);
-    hash  = uct_ibshare_node_fnv1a(hash, dev_name, strlen(dev_name) + 1);
+    hash  = uct_ibshare_fnv1a(hash, dev_name, strlen(dev_name) + 1);
     value = geteuid();
-    hash  = uct_ibshare_node_fnv1a(hash, &value, sizeof(value));
-    hash  = uct_ibshare_node_fnv1a(hash, &boot_hi, sizeof(boot_hi));
-    hash  = uct_ibshare_node_fnv1a(hash, &boot_lo, sizeof(boot_lo));
+    hash  = uct_ibshare_fnv1a(hash, &value, sizeof(value));
+    hash  = uct_ibshare_fnv1a(hash, &boot_hi, sizeof(boot_hi));
+    hash  = uct_ibshare_fnv1a(hash, &boot_lo, sizeof(boot_lo));
     value = ucs_sys_get_ns(UCS_SYS_NS_TYPE_NET);
-    hash  = uct_ibshare_node_fnv1a(hash, &value, sizeof(value));
+    hash  = uct_ibshare_fnv1a(hash, &value, sizeof(value));
 
     ucs_snprintf_zero(node->name, sizeof(node->name), "%016llx",
                       (unsigned long long)hash);

@@ -40,40 +40,38 @@ typedef struct uct_ibshare_extent {
 } uct_ibshare_extent_t;
 
 
-static size_t uct_ibshare_meminfo_bytes(const char *name)
+static size_t uct_ibshare_meminfo_bytes(const char *meminfo, const char *name)
 {
-    char line[256], format[64];
+    size_t name_len  = strlen(name);
+    const char *line = meminfo;
     unsigned long value;
-    size_t result = SIZE_MAX;
-    FILE *file;
+    char *end;
 
-    file = fopen("/proc/meminfo", "r");
-    if (file == NULL) {
-        ucs_debug("fopen(/proc/meminfo) failed: %m");
-        return SIZE_MAX;
-    }
-
-    ucs_snprintf_zero(format, sizeof(format), "%s: %%lu", name);
-    while (fgets(line, sizeof(line), file) != NULL) {
-        if (sscanf(line, format, &value) == 1) {
+    while ((line != NULL) && (*line != '\0')) {
+        if (!strncmp(line, name, name_len) && (line[name_len] == ':')) {
+            value = strtoul(line + name_len + 1, &end, 10);
             /* Counts of huge pages have no unit, sizes are in kB */
-            result = (strstr(line, "kB") != NULL) ? value * UCS_KBYTE : value;
-            break;
+            return (strncmp(end, " kB", 3) == 0) ? value * UCS_KBYTE : value;
         }
+        line = strchr(line, '\n');
+        line = (line == NULL) ? NULL : line + 1;
     }
-    fclose(file);
-    return result;
+    return SIZE_MAX;
 }
 
 void uct_ibshare_sys_mem_get(uct_ibshare_sys_mem_t *mem)
 {
+    char meminfo[8192];
     size_t huge_pages, huge_size;
     uint32_t caps;
     struct rlimit limit;
 
-    mem->available = uct_ibshare_meminfo_bytes("MemAvailable");
-    huge_pages     = uct_ibshare_meminfo_bytes("HugePages_Free");
-    huge_size      = uct_ibshare_meminfo_bytes("Hugepagesize");
+    if (ucs_read_file_str(meminfo, sizeof(meminfo), 1, "/proc/meminfo") < 0) {
+        meminfo[0] = '\0';     /* all unknown */
+    }
+    mem->available = uct_ibshare_meminfo_bytes(meminfo, "MemAvailable");
+    huge_pages     = uct_ibshare_meminfo_bytes(meminfo, "HugePages_Free");
+    huge_size      = uct_ibshare_meminfo_bytes(meminfo, "Hugepagesize");
     mem->huge_free = ((huge_pages == SIZE_MAX) || (huge_size == SIZE_MAX)) ?
                      0 : huge_pages * huge_size;
 

@@ -9,6 +9,8 @@
 
 #include "ibshare_sock.h"
 
+#include "compat/ibshare_ucx_compat.h"
+
 #include <ucs/debug/log_def.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/sock.h>
@@ -73,21 +75,22 @@ void uct_ibshare_sock_close_fds(int *fds, unsigned nfds)
     }
 }
 
+static ucs_status_t uct_ibshare_sock_count_fd(uct_ibshare_dirent_t *entry,
+                                              void *arg)
+{
+    *(int*)arg += entry->d_name[0] != '.';
+    return UCS_OK;
+}
+
 /* Our open fds, or -1 if they cannot be counted (no fd left to do it) */
 static int uct_ibshare_sock_count_fds(void)
 {
-    struct dirent *entry;
     int count = 0;
-    DIR *dir;
 
-    dir = opendir("/proc/self/fd");
-    if (dir == NULL) {
+    if (ucs_sys_readdir("/proc/self/fd", uct_ibshare_sock_count_fd,
+                        &count) != UCS_OK) {
         return -1;
     }
-    while ((entry = readdir(dir)) != NULL) {
-        count += entry->d_name[0] != '.';
-    }
-    closedir(dir);
     return count - 1; /* the directory's own */
 }
 

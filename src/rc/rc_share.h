@@ -18,6 +18,7 @@
 #ifndef UCT_RC_SHARE_H_
 #define UCT_RC_SHARE_H_
 
+#include "compat/ibshare_ib_compat.h"
 #include "md/ibshare_md.h"
 
 #include <uct/base/uct_iface.h>
@@ -86,7 +87,7 @@ typedef struct UCS_S_PACKED uct_rc_share_device_addr {
 
 /* What a peer needs to start a connection: the iface address */
 typedef struct UCS_S_PACKED uct_rc_share_iface_addr {
-    uint8_t                   qpn[3];       /* UD QP of the handshake */
+    uct_ibshare_uint24_t      qpn;          /* UD QP of the handshake */
     uint8_t                   mtu;          /* enum ibv_mtu of our port */
     uint64_t                  id;           /* the iface, among all */
     uint64_t                  secret;       /* what a handshake message to

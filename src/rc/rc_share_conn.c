@@ -91,7 +91,14 @@ uct_rc_share_conn_key_hash(uct_rc_share_conn_key_t key)
 KHASH_INIT(uct_rc_share_conns, uct_rc_share_conn_key_t, uct_rc_share_conn_t*,
            1, uct_rc_share_conn_key_hash, uct_rc_share_conn_key_equal)
 KHASH_MAP_INIT_INT(uct_rc_share_qpns, uct_rc_share_conn_t*)
-KHASH_MAP_INIT_INT64(uct_rc_share_peers, uint64_t)
+/* What we know of a peer iface: the number of our next connection to it,
+ * and when it last answered one of our requests (0: never) */
+typedef struct {
+    uint64_t                  next_sn;
+    ucs_time_t                answered;
+} uct_rc_share_peer_t;
+
+KHASH_MAP_INIT_INT64(uct_rc_share_peers, uct_rc_share_peer_t)
 /* A set of peer ifaces (the timer's: checked now, found dead) */
 KHASH_SET_INIT_INT64(uct_rc_share_peer_set)
 
@@ -160,7 +167,7 @@ struct uct_rc_share_conn_iface {
     uct_rc_share_iface_t      *iface;
     khash_t(uct_rc_share_conns) conns;
     khash_t(uct_rc_share_qpns) qpns;
-    khash_t(uct_rc_share_peers) peers;      /* peer id -> next number */
+    khash_t(uct_rc_share_peers) peers;      /* peer id -> what we know */
     unsigned                  count;
     ucs_list_link_t           timed;        /* uct_rc_share_conn_t */
     ucs_list_link_t           main;         /* uct_rc_share_conn_t */
@@ -893,20 +900,53 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
     }
 }
 
+/* The peer's entry, created if new; NULL without memory */
+static uct_rc_share_peer_t *uct_rc_share_conn_peer(uct_rc_share_iface_t *iface,
+                                                   uint64_t peer_id)
+{
+    khash_t(uct_rc_share_peers) *peers = &iface->conn->peers;
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_rc_share_peers, peers, peer_id, &ret);
+    if (ret < 0) {
+        return NULL;
+    } else if (ret > 0) {
+        kh_val(peers, it).next_sn  = 0;
+        kh_val(peers, it).answered = 0;
+    }
+    return &kh_val(peers, it);
+}
+
 /* The target of conn answered: it lives. Its other requests wait for a
  * busy target (thousands of handshakes at once, a slow host), not a gone
- * one: their deadlines start again */
+ * one: their deadlines start again (uct_rc_share_conn_deadline; one entry
+ * per peer, not a walk of the requests per answer) */
 static void uct_rc_share_conn_target_alive(uct_rc_share_conn_t *conn)
 {
-    ucs_time_t deadline = ucs_get_time() + conn->iface->config.conn_timeout;
-    uct_rc_share_conn_t *other;
+    uct_rc_share_peer_t *peer = uct_rc_share_conn_peer(conn->iface,
+                                                       conn->key.peer_id);
 
-    ucs_list_for_each(other, &conn->iface->conn->timed, timed_list) {
-        if (uct_rc_share_conn_requesting(other) &&
-            (other->key.peer_id == conn->key.peer_id)) {
-            other->deadline = deadline;
-        }
+    if (peer != NULL) {
+        peer->answered = ucs_get_time();
     }
+}
+
+/* When a request of conn gives up: its own deadline, or later if the
+ * target answered another request since */
+static ucs_time_t uct_rc_share_conn_deadline(const uct_rc_share_conn_t *conn)
+{
+    khash_t(uct_rc_share_peers) *peers = &conn->iface->conn->peers;
+    khiter_t it = kh_get(uct_rc_share_peers, peers, conn->key.peer_id);
+    ucs_time_t answered;
+
+    if (it == kh_end(peers)) {
+        return conn->deadline;
+    }
+    answered = kh_val(peers, it).answered;
+    return (answered == 0) ? conn->deadline :
+           ucs_max(conn->deadline,
+                   answered + conn->iface->config.conn_timeout);
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
@@ -1285,7 +1325,7 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
     int ret;
 
     if (uct_rc_share_conn_requesting(conn)) {
-        if (now >= conn->deadline) {
+        if (now >= uct_rc_share_conn_deadline(conn)) {
             ucs_diag("%s:%d: no answer to the request of connection %" PRIu64
                      " to iface 0x%" PRIx64 " within %.1f s (the iface is "
                      "gone, or speaks another rc_share protocol than our "
@@ -1508,17 +1548,10 @@ unsigned uct_rc_share_conn_count(const uct_rc_share_iface_t *iface)
 static uint64_t uct_rc_share_conn_next_sn(uct_rc_share_iface_t *iface,
                                           uint64_t peer_id)
 {
-    khash_t(uct_rc_share_peers) *peers = &iface->conn->peers;
-    khiter_t it;
-    int ret;
+    uct_rc_share_peer_t *peer = uct_rc_share_conn_peer(iface, peer_id);
 
-    it = kh_put(uct_rc_share_peers, peers, peer_id, &ret);
-    if (ret < 0) {
-        return UINT64_MAX; /* out of memory: a number nobody uses */
-    } else if (ret > 0) {
-        kh_val(peers, it) = 0;
-    }
-    return kh_val(peers, it)++;
+    return (peer == NULL) ? UINT64_MAX : /* a number nobody uses */
+           peer->next_sn++;
 }
 
 ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
@@ -1577,8 +1610,7 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
 
     conn->path        = *dev;
     conn->peer_secret = addr->secret;
-    conn->peer_ud_qpn = addr->qpn[0] | (addr->qpn[1] << 8) |
-                        ((uint32_t)addr->qpn[2] << 16);
+    conn->peer_ud_qpn = uct_ibshare_unpack_uint24(addr->qpn);
     conn->peer_mtu    = (enum ibv_mtu)addr->mtu;
     conn->peer_ah     = uct_rc_share_ah_create(iface, dev);
     if (conn->peer_ah == NULL) {
@@ -1983,11 +2015,7 @@ void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
 void uct_rc_share_conn_iface_addr(const uct_rc_share_iface_t *iface,
                                   uct_rc_share_iface_addr_t *addr)
 {
-    uint32_t qpn = iface->conn->qp->qp_num;
-
-    addr->qpn[0] = qpn & 0xff;
-    addr->qpn[1] = (qpn >> 8) & 0xff;
-    addr->qpn[2] = (qpn >> 16) & 0xff;
+    uct_ibshare_pack_uint24(addr->qpn, iface->conn->qp->qp_num);
     addr->mtu    = iface->config.path_mtu;
     addr->id     = iface->id;
     addr->secret = iface->secret;

@@ -17,7 +17,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <math.h>
 #include <string.h>
 
 
@@ -207,34 +206,6 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
     {NULL}
 };
 
-
-/* IB encodes the ACK timeout as 4.096 us * 2^value */
-static uint8_t uct_rc_share_encode_timeout(double seconds)
-{
-    double units = seconds / 4.096e-6;
-    int value    = (units <= 1.0) ? 1 : (int)ceil(log2(units));
-
-    return ucs_min(ucs_max(value, 1), 31);
-}
-
-/* IB encodes the RNR timer by a table (IBTA 9.7.5.2.8), in microseconds */
-static uint8_t uct_rc_share_encode_rnr_timer(double seconds)
-{
-    static const unsigned usec[] = {
-        655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
-        1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
-        61440, 81920, 122880, 163840, 245760, 327680, 491520
-    };
-    double wanted = seconds * 1e6;
-    unsigned i;
-
-    for (i = 1; i < ucs_static_array_size(usec); ++i) {
-        if (usec[i] >= wanted) {
-            return i;
-        }
-    }
-    return 0; /* the longest, 655 ms */
-}
 
 /* Lower is better; UINT_MAX means the entry is not usable */
 static unsigned uct_rc_share_gid_rank(const struct ibv_gid_entry *entry)
@@ -1010,10 +981,10 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.rx_headroom_offset = iface->config.rx_payload_offset -
                                        rx_headroom;
     iface->config.path_mtu           = iface->port_attr.active_mtu;
-    iface->config.timeout            = uct_rc_share_encode_timeout(
+    iface->config.timeout            = uct_ibshare_to_qp_fabric_time(
                                                config->timeout);
     iface->config.retry_count        = config->retry_count;
-    iface->config.rnr_timeout        = uct_rc_share_encode_rnr_timer(
+    iface->config.rnr_timeout        = uct_ibshare_to_rnr_fabric_time(
                                                config->rnr_timeout);
     /* Infinite in shared mode too: 6 retries of 30 ms failed the senders
      * of any receiver that paused for a fifth of a second (an incast); a

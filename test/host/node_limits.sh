@@ -27,6 +27,15 @@ for mode in fallback shared; do
     check "$mode: a limit left no room for the descriptor's fds" \
           grep -q "could not be received: the kernel found no free fd below our RLIMIT_NOFILE soft limit of [0-9]* (hard limit [0-9]*; [0-9a-z]* fds open); raise it (ulimit -n)" \
           "$tmpdir/J.$mode"
+    # The count of our open fds (/proc/self/fd): no fd was free below the
+    # limit, and the directory took the one that closing the socket freed
+    grep -ho "soft limit of [0-9]* (hard limit [0-9]*; [0-9a-z]* fds open" \
+        "$tmpdir/J.$mode" > "$tmpdir/counts.$mode"
+    cat "$tmpdir/counts.$mode"
+    check "$mode: the fds open are counted, at least the limit less one" \
+          awk '{ n++; if ($NF != "open" || $(NF - 2) !~ /^[0-9]+$/ ||
+                         $(NF - 2) < $4 - 1) bad++ }
+               END { exit !(n > 0 && bad == 0) }' "$tmpdir/counts.$mode"
     check "$mode: never that the server sent too many" \
           sh -c "! grep -q 'more than 2 file descriptors' '$tmpdir/J.$mode'"
     check "$mode: no failure leaked an fd" \

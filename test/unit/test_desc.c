@@ -606,6 +606,11 @@ static void test_ident_compare(void **state)
     assert_true(uct_ibshare_job_hash("") != uct_ibshare_job_hash("x"));
     assert_int_equal(uct_ibshare_job_hash("plant"),
                      uct_ibshare_job_hash("plant"));
+    /* FNV-1a's published vector ("a"), and the key's with its NUL: the
+     * names of groups on disk stay what they were */
+    assert_int_equal(uct_ibshare_fnv1a(UCT_IBSHARE_FNV1A_INIT, "a", 1),
+                     0xaf63dc4c8601ec8cull);
+    assert_int_equal(uct_ibshare_job_hash("a"), 0x089be207b544f1e4ull);
 
     assert_string_equal(uct_ibshare_refuse_reason_str(UCT_IBSHARE_REFUSE_JOB),
                         "another job");

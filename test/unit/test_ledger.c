@@ -139,7 +139,7 @@ static void test_reclaim(void **state)
 {
     uct_ibshare_ledger_reclaimed_t done;
     uct_ibshare_ledger_t *ledger;
-    char what[64];
+    UCS_STRING_BUFFER_ONSTACK(what, 64);
     pool_t pool;
 
     pool_open(&pool);
@@ -178,8 +178,7 @@ static void test_reclaim(void **state)
                      UCT_IBSHARE_OBJ_QP);
     assert_int_equal(entry_at((char*)pool.address + SLICE_SIZE, 2)[0],
                      UCT_IBSHARE_OBJ_SRQ);
-    assert_string_equal(uct_ibshare_ledger_reclaimed_str(&done, what,
-                                                         sizeof(what)),
+    assert_string_equal(uct_ibshare_ledger_reclaimed_str(&done, &what),
                         "nothing");
 
     /* A member that left closed its ledger: nothing to do */
@@ -191,8 +190,8 @@ static void test_reclaim(void **state)
 
     done.destroyed[UCT_IBSHARE_OBJ_QP] = 2;
     done.destroyed[UCT_IBSHARE_OBJ_CQ] = 1;
-    assert_string_equal(uct_ibshare_ledger_reclaimed_str(&done, what,
-                                                         sizeof(what)),
+    ucs_string_buffer_reset(&what);
+    assert_string_equal(uct_ibshare_ledger_reclaimed_str(&done, &what),
                         "2 QPs, 1 CQ");
     pool_close(&pool);
 }

@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -145,6 +146,20 @@ static void test_map_checks(void **state)
     close(fd);
 }
 
+/* /proc/meminfo's MemAvailable, as sysinfo's free memory bounds it */
+static void test_sys_mem(void **state)
+{
+    uct_ibshare_sys_mem_t mem;
+    struct sysinfo info;
+
+    uct_ibshare_sys_mem_get(&mem);
+    assert_int_equal(sysinfo(&info), 0);
+    assert_true(mem.available != SIZE_MAX);
+    assert_true(mem.available >= (size_t)info.freeram * info.mem_unit / 2);
+    assert_true(mem.available <= (size_t)info.totalram * info.mem_unit);
+    assert_true(mem.memlock > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_seals_allow_punch),
         cmocka_unit_test(test_future_write_refuses_punch),
         cmocka_unit_test(test_map_checks),
+        cmocka_unit_test(test_sys_mem),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
