@@ -29,6 +29,7 @@
 #define UCT_IBSHARE_LEDGER_H_
 
 #include <ucs/datastruct/string_buffer.h>
+#include <ucs/sys/compiler.h> /* ucs_alloca of UCS_STRING_BUFFER_ONSTACK */
 #include <ucs/type/status.h>
 #include <stddef.h>
 #include <stdint.h>
