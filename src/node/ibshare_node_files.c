@@ -451,6 +451,8 @@ static int uct_ibshare_node_sweep_dir(int dir_fd, const char *dir_path,
     struct stat st;
     DIR *dir;
 
+    /* Through the fd whose owner and mode were checked, not a path (not
+     * ucs_sys_readdir): in a shared /tmp the name may lead elsewhere now */
     dup_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0) {
         return -errno;
@@ -643,7 +645,7 @@ int uct_ibshare_node_list(const char *runtime_dir,
         return ret;
     }
 
-    dir = fdopendir(dir_fd);
+    dir = fdopendir(dir_fd);    /* the checked fd (see sweep_dir) */
     if (dir == NULL) {
         count = -errno;
         close(dir_fd);
