@@ -11,9 +11,9 @@
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 stats=$IBSHARE_SRCDIR/contrib/bench_stats.py
-if ! command -v python3 > /dev/null; then
-    echo "$test_name: no python3 (contrib/install-deps installs it)"
-    exit 77
+if [ ! -x /usr/bin/python3 ]; then
+    echo "$test_name: no /usr/bin/python3 (contrib/install-deps installs it)"
+    exit 99
 fi
 
 # gives DESCRIPTION EXPECTED INPUT COMMAND...: COMMAND (bench_stats.py's)

@@ -15,7 +15,7 @@ cd "$IBSHARE_BUILDDIR" || exit 99
 
 # (-I./src first: a copy of the tree below must find its own headers)
 src_graph() {
-    python3 "$graph" --cc "$IBSHARE_CC" \
+    "$graph" --cc "$IBSHARE_CC" \
         --cppflags "-I$1 $IBSHARE_CPPFLAGS" --src "$@"
 }
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright (c) 2026, the ucx-ibshare developers
 """The include and call graph of src/, and the two rules it must keep.
