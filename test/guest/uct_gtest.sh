@@ -9,7 +9,7 @@
 # work and the comparison; this checks its verdict and shows the failures.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
-"$IBSHARE_SRCDIR/contrib/gtest/run" --module "$IBSHARE_MODULE" \
+"$IBSHARE_SRCDIR/test/gtest/run" --module "$IBSHARE_MODULE" \
     --out "$tmpdir/gtest" > "$tmpdir/run.log" 2>&1
 rc=$?
 grep -E '^(GATE|info|gtest|PASS)' "$tmpdir/run.log"
