@@ -33,11 +33,6 @@ def fail_input(msg):
     sys.exit(2)
 
 
-def unit_of(path):
-    """the node of a file: its path under src"""
-    return path
-
-
 def layer_of(unit, layers):
     head = unit.split('/')[0] if '/' in unit else ''
     if head not in layers:
@@ -72,8 +67,8 @@ def include_edges(src, cc, cppflags, files):
                                        else os.path.join(os.getcwd(), dep))
             if not dep_abs.startswith(src_abs + os.sep):
                 continue    # UCX's, the system's, or generated in builddir
-            to = unit_of(os.path.relpath(dep_abs, src_abs))
-            frm = unit_of(rel)
+            to = os.path.relpath(dep_abs, src_abs)
+            frm = rel
             if to != frm:
                 edges.add((frm, to, 'includes'))
     return edges
@@ -166,14 +161,14 @@ def main():
     if args.objs:
         # (a build directory can hold the objects of files since moved)
         objs = {unit: path for unit, path in objects(args.objs).items()
-                if unit in {unit_of(f) for f in files}}
+                if unit in set(files)}
         if not objs:
             fail_input('no object files under ' + args.objs)
         edges |= call_edges(objs)
 
     breaches = 0
     for unit in sorted({u for e in edges for u in e[:2]} |
-                       {unit_of(f) for f in files}):
+                       set(files)):
         if layer_of(unit, layers) is None:
             print('outside the layers: %s (layers: %s)' %
                   (unit, ', '.join(l or 'top' for l in layers)))
