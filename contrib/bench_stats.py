@@ -20,7 +20,8 @@ COMMAND, and what it prints (nothing for no figures):
   range         reads numbers: "MIN-MAX", or "MIN" when they are equal
   paired K      reads "A B" lines (one round each): "MEDIAN LOW HIGH" of the
                 per-round ratios A/B, their median (3 decimals) and their
-                K-th smallest and K-th largest (2 decimals)
+                K-th smallest and K-th largest (2 decimals), or "- -"
+                with fewer than 2K - 1 lines (no interval at that rank)
   rank N        (no input) "K COVERAGE": the K-th smallest and K-th largest
                 of N per-round ratios hold their median with probability
                 COVERAGE % (sign test: each ratio is below the median with
@@ -181,9 +182,12 @@ def cmd_paired(args, rows):
     if not rows:
         return None
     s = ordered(ratios(rows))
-    # (a K beyond the rounds has no ratio there: 0.00, as the awk printed)
-    low, high = (0.0 if f is None else f.value for f in kth(s, k))
-    return "%.3f %.2f %.2f" % (float(median_text(s)), low, high)
+    # Fewer than 2K - 1 rounds (an operation missing in some): the K-th
+    # smallest would lie above the K-th largest, and there is no interval
+    if 2 * k > len(s) + 1:
+        return "%.3f - -" % float(median_text(s))
+    low, high = kth(s, k)
+    return "%.3f %.2f %.2f" % (float(median_text(s)), low.value, high.value)
 
 
 def cmd_rank(args, rows):

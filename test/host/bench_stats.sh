@@ -91,8 +91,12 @@ gives "paired 2 of 4 rounds" "2.500 2.00 3.00" \
 gives "paired, a ratio of 6 digits" "0.667 0.67 0.67" '2 3\n' paired 1
 gives "paired, the ratio through 6 digits (1.2345 before 3 decimals)" \
     "1.234 1.23 1.23" '1.23450004 1\n' paired 1
-gives "paired, K beyond the rounds (0.00, as the awk printed)" \
-    "1.500 0.00 0.00" '1 1\n2 1\n' paired 3
+gives "paired, K beyond the rounds: no interval" \
+    "1.500 - -" '1 1\n2 1\n' paired 3
+gives "paired, K past the middle (the K-th smallest above the K-th largest)" \
+    "3.000 - -" '1 1\n2 1\n3 1\n4 1\n5 1\n' paired 4
+gives "paired, K at the middle of 2K - 1 rounds" "3.000 3.00 3.00" \
+    '1 1\n2 1\n3 1\n4 1\n5 1\n' paired 3
 gives "paired, lines with a leading blank" "1.000 1.00 1.00" ' 5 5\n' paired 1
 
 # rank: the sign test's K and coverage (doc/bench.md: 9 rounds k = 2,
