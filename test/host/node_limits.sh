@@ -28,10 +28,11 @@ for mode in fallback shared; do
           grep -q "could not be received: the kernel found no free fd below our RLIMIT_NOFILE soft limit of [0-9]* (hard limit [0-9]*; [0-9a-z]* fds open); raise it (ulimit -n)" \
           "$tmpdir/J.$mode"
     # The count of our open fds (/proc/self/fd). No fd was free below the
-    # limit when the descriptor came; since then the member closed the
-    # socket and the fds it did receive (all but one of the descriptor's:
-    # the pool's alone in fallback mode, the context's too in shared mode).
-    # Inherited fds above the limit count too, so there is no upper bound.
+    # limit when the descriptor came; before counting, the member closed
+    # its socket and whatever of the descriptor's fds the kernel did install
+    # (at most one fewer than it carries: the pool's in fallback mode, the
+    # context's and the pool's in shared mode). Inherited fds above the
+    # limit count too, so there is no upper bound.
     [ $mode = shared ] && carried=2 || carried=1
     grep -ho "soft limit of [0-9]* (hard limit [0-9]*; [0-9a-z]* fds open" \
         "$tmpdir/J.$mode" > "$tmpdir/counts.$mode"
