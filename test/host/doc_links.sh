@@ -11,31 +11,30 @@
 # links DIR PAGE...: "PAGE: LINK: what is wrong" for each broken link
 links() {
     /usr/bin/python3 - "$@" <<'EOF'
-import os, re, sys
+import functools, os, re, sys
 
 top, pages = sys.argv[1], sys.argv[2:]
 link = re.compile(r"\]\(([^)\s]*)\)")
 fence = re.compile(r"^\s*(```|~~~)")
 
 
-def anchors(path, cache={}):
+@functools.lru_cache(maxsize=None)
+def anchors(path):
     """The anchors GitHub gives the headings of the page at path"""
-    if path not in cache:
-        found, seen, code = set(), {}, False
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if fence.match(line):
-                    code = not code
-                m = None if code else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
-                if not m:
-                    continue
-                slug = re.sub(r"[^\w\- ]", "", m.group(1).lower())
-                slug = slug.replace(" ", "-")
-                n = seen.get(slug, 0)
-                seen[slug] = n + 1
-                found.add(slug if n == 0 else "%s-%d" % (slug, n))
-        cache[path] = found
-    return cache[path]
+    found, seen, code = set(), {}, False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if fence.match(line):
+                code = not code
+            m = None if code else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if not m:
+                continue
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).lower())
+            slug = slug.replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            found.add(slug if n == 0 else "%s-%d" % (slug, n))
+    return found
 
 
 for page in pages:

@@ -157,18 +157,18 @@ def main():
         fail_input('no source directory ' + args.src)
 
     files = sources(args.src)
+    known = set(files)
     edges = include_edges(args.src, args.cc, args.cppflags, files)
     if args.objs:
         # (a build directory can hold the objects of files since moved)
         objs = {unit: path for unit, path in objects(args.objs).items()
-                if unit in set(files)}
+                if unit in known}
         if not objs:
             fail_input('no object files under ' + args.objs)
         edges |= call_edges(objs)
 
     breaches = 0
-    for unit in sorted({u for e in edges for u in e[:2]} |
-                       set(files)):
+    for unit in sorted({u for e in edges for u in e[:2]} | known):
         if layer_of(unit, layers) is None:
             print('outside the layers: %s (layers: %s)' %
                   (unit, ', '.join(l or 'top' for l in layers)))
