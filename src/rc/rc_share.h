@@ -259,6 +259,9 @@ typedef struct uct_rc_share_iface {
 
     uct_rc_share_counters_t   counters;
     ucs_time_t                rx_drop_logged; /* last warning of a drop */
+    uct_am_callback_t         am_stub;      /* UCX's handler of an AM id
+                                               nobody set (it warns for
+                                               every message) */
 } uct_rc_share_iface_t;
 
 

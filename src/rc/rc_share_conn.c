@@ -46,10 +46,24 @@
 #define UCT_RC_SHARE_CONN_RX_COUNT  512
 #define UCT_RC_SHARE_CONN_TX_COUNT  128
 #define UCT_RC_SHARE_CONN_BUF_SIZE  128   /* GRH + message, rounded up */
+/* A receive takes its own buffer and then, for what is longer, one area
+ * every receive shares, never read: a UD packet up to the largest MTU
+ * lands whatever its length (a receive too short for its packet fails,
+ * and puts the QP in error for good), and is dropped as malformed */
+#define UCT_RC_SHARE_CONN_SPILL_SIZE 4096 /* IBV_MTU_4096 */
 #define UCT_RC_SHARE_CONN_SEND_WR   UINT64_MAX /* receives use their index */
 /* The first bytes of a message that keep their meaning in every version */
 #define UCT_RC_SHARE_CONN_STABLE_LEN \
     ucs_offsetof(uct_rc_share_conn_msg_t, rc_qpn)
+/* Connections made by peers' requests that are remembered once ended, so
+ * that their request, sent again, makes nothing (256 KiB at most) */
+#define UCT_RC_SHARE_CONN_ENDED_MAX 4096
+/* How often the timer asks whether the UD QP is still in RTS */
+#define UCT_RC_SHARE_CONN_QP_CHECK_SEC 1.0
+/* The send CQ entries of grants (uct_rc_share_conn_grant_reserve): 64 KiB
+ * of CQ at most; past it, grants wait for one another, never for the data
+ * path or it for them */
+#define UCT_RC_SHARE_CONN_GRANT_RESERVE_MAX 1024
 
 
 typedef enum {
@@ -74,53 +88,93 @@ typedef enum {
 } uct_rc_share_conn_check_kind_t;
 
 
+/*
+ * Who a peer iface is: all of its address (its id, its secret, its UD QP)
+ * and the port its packets come from (by GID on RoCE, by LID and subnet on
+ * InfiniBand). A message is the peer's only if it matches all of it: an
+ * iface id, or even a whole iface address, is anyone's to claim who was
+ * given it (every rank of the job is), but not the UD QP and port it
+ * sends from. Filled by uct_rc_share_peer_id_init only (no padding, so
+ * that it compares and hashes as bytes).
+ */
+typedef struct UCS_S_PACKED {
+    uint64_t                  id;
+    uint64_t                  secret;
+    uint32_t                  ud_qpn;
+    uint16_t                  lid;          /* InfiniBand; 0 on RoCE */
+    union ibv_gid             gid;          /* RoCE; InfiniBand: the subnet
+                                               prefix only */
+} uct_rc_share_peer_id_t;
+
 typedef struct {
-    uint64_t peer_id;
-    uint64_t sn;
+    uct_rc_share_peer_id_t    peer;
+    uint64_t                  sn;
 } uct_rc_share_conn_key_t;
+
+static UCS_F_ALWAYS_INLINE khint_t
+uct_rc_share_peer_id_hash(uct_rc_share_peer_id_t peer)
+{
+    return kh_int64_hash_func(peer.id ^ peer.secret ^
+                              ((uint64_t)peer.ud_qpn << 40) ^ peer.lid ^
+                              peer.gid.global.subnet_prefix ^
+                              peer.gid.global.interface_id);
+}
+
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_peer_id_equal(uct_rc_share_peer_id_t a, uct_rc_share_peer_id_t b)
+{
+    return !memcmp(&a, &b, sizeof(a));
+}
 
 static UCS_F_ALWAYS_INLINE khint_t
 uct_rc_share_conn_key_hash(uct_rc_share_conn_key_t key)
 {
-    return kh_int64_hash_func(key.peer_id ^ (key.sn * 0x9e3779b97f4a7c15ull));
+    return uct_rc_share_peer_id_hash(key.peer) ^
+           kh_int64_hash_func(key.sn * 0x9e3779b97f4a7c15ull);
 }
 
 #define uct_rc_share_conn_key_equal(_a, _b) \
-    (((_a).peer_id == (_b).peer_id) && ((_a).sn == (_b).sn))
+    (((_a).sn == (_b).sn) && uct_rc_share_peer_id_equal((_a).peer, (_b).peer))
 
 KHASH_INIT(uct_rc_share_conns, uct_rc_share_conn_key_t, uct_rc_share_conn_t*,
            1, uct_rc_share_conn_key_hash, uct_rc_share_conn_key_equal)
 KHASH_MAP_INIT_INT(uct_rc_share_qpns, uct_rc_share_conn_t*)
-/* What we know of a peer iface: the number of our next connection to it,
- * and when it last answered one of our requests (0: never) */
+/* What we know of a peer iface we connect to: the number of our next
+ * connection to it, and when it last answered one of our requests (0:
+ * never). Only our own endpoints make these: a peer's request does not. */
 typedef struct {
     uint64_t                  next_sn;
     ucs_time_t                answered;
 } uct_rc_share_peer_t;
 
-KHASH_MAP_INIT_INT64(uct_rc_share_peers, uct_rc_share_peer_t)
+KHASH_INIT(uct_rc_share_peers, uct_rc_share_peer_id_t, uct_rc_share_peer_t, 1,
+           uct_rc_share_peer_id_hash, uct_rc_share_peer_id_equal)
 /* A set of peer ifaces (the timer's: checked now, found dead) */
-KHASH_SET_INIT_INT64(uct_rc_share_peer_set)
+KHASH_INIT(uct_rc_share_peer_set, uct_rc_share_peer_id_t, char, 0,
+           uct_rc_share_peer_id_hash, uct_rc_share_peer_id_equal)
+/* The connections that peers' requests made and that ended */
+KHASH_INIT(uct_rc_share_ended, uct_rc_share_conn_key_t, char, 0,
+           uct_rc_share_conn_key_hash, uct_rc_share_conn_key_equal)
 
 
 struct uct_rc_share_conn {
     uct_rc_share_conn_tx_t    tx;           /* first (rc_share_conn.h) */
     int                       fc_wnd;       /* main thread */
-    int                       grant_owed;   /* main thread */
-    ucs_list_link_t           owed_list;    /* iface->grants_owed */
+    int                       grant_owed;   /* main thread: on
+                                               iface->grants_owed */
+    ucs_list_link_t           owed_list;
     uct_rc_share_iface_t      *iface;
     uct_rc_share_conn_key_t   key;
     uct_rc_share_conn_state_t state;
 
     /* Our half, the endpoint that sends on it, is tx.owner */
     int                       had_owner;    /* one left: never another */
+    int                       by_peer;      /* the peer's request made it */
     /* The peer's half: it may send on it (its endpoint, or one it may
      * still open with this number); clear once it said it is gone */
     int                       peer_half;
 
-    /* The peer */
-    uint64_t                  peer_secret;
-    uint32_t                  peer_ud_qpn;
+    /* The peer (who it is: key.peer) */
     struct ibv_ah             *peer_ah;     /* to its UD QP */
     uct_rc_share_device_addr_t path;        /* of our RC QP to its */
     enum ibv_mtu              peer_mtu;
@@ -149,6 +203,11 @@ struct uct_rc_share_conn {
     ucs_time_t                check_next_retry;
     ucs_time_t                next_idle_check;
 
+    /* Out of the table, a new connection of the peer's having its key
+     * (iface->conn->superseded), until it is destroyed */
+    ucs_list_link_t           superseded_list;
+    int                       superseded;
+
     /* Work for the main thread (async) */
     ucs_list_link_t           main_list;
     unsigned                  main_events;
@@ -171,6 +230,13 @@ struct uct_rc_share_conn_iface {
     unsigned                  count;
     ucs_list_link_t           timed;        /* uct_rc_share_conn_t */
     ucs_list_link_t           main;         /* uct_rc_share_conn_t */
+    ucs_list_link_t           superseded;   /* uct_rc_share_conn_t */
+    /* Requests that must not make a connection again: the last
+     * UCT_RC_SHARE_CONN_ENDED_MAX connections made by peers' requests
+     * that ended (a ring, oldest first out) */
+    khash_t(uct_rc_share_ended) ended;
+    uct_rc_share_conn_key_t   *ended_ring;
+    unsigned                  ended_next;
     unsigned                  owners_waiting; /* owners of connecting or
                                                  checked connections */
     uct_worker_cb_id_t        main_prog_id;
@@ -179,7 +245,12 @@ struct uct_rc_share_conn_iface {
     ucs_time_t                last_drop_log;
     unsigned                  drops_unlogged;
     ucs_time_t                last_version_log;
-    uint8_t                   last_version;
+    uint64_t                  versions_seen[4]; /* bits: logged once each */
+    unsigned                  versions_unlogged;
+    int                       grants_available; /* of the send CQ's reserve
+                                                   for grants (main) */
+    ucs_time_t                next_qp_check;
+    uint64_t                  qp_resets;
 
     /* The UD QP */
     struct ibv_comp_channel   *channel;
@@ -189,6 +260,10 @@ struct uct_rc_share_conn_iface {
     struct ibv_qp             *qp;
     uct_ibshare_buf_t         bufs;         /* rx_bufs, then tx_buf */
     void                      *rx_bufs;
+    void                      *spill;       /* what a receive's buffer
+                                               cannot hold, never read */
+    int                       rx_sge;       /* 2; 1 (no spill) only in the
+                                               test of the QP's recovery */
     void                      *tx_buf;
     unsigned                  tx_next;
     int                       tx_available;
@@ -228,6 +303,37 @@ uct_rc_share_conn_eth(const uct_rc_share_iface_t *iface)
     return iface->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
 }
 
+/* The identity of the iface (id, secret, UD QP ud_qpn) at the port (lid,
+ * gid): on RoCE its GID, on InfiniBand its LID in its subnet */
+static void uct_rc_share_peer_id_init(const uct_rc_share_iface_t *iface,
+                                      uct_rc_share_peer_id_t *peer,
+                                      uint64_t id, uint64_t secret,
+                                      uint32_t ud_qpn, uint16_t lid,
+                                      union ibv_gid gid)
+{
+    memset(peer, 0, sizeof(*peer));
+    peer->id     = id;
+    peer->secret = secret;
+    peer->ud_qpn = ud_qpn;
+    if (uct_rc_share_conn_eth(iface)) {
+        peer->gid = gid;
+    } else {
+        peer->lid                      = lid;
+        peer->gid.global.subnet_prefix = gid.global.subnet_prefix;
+    }
+}
+
+/* A received handshake message and where it really came from */
+typedef struct {
+    struct ibv_wc              *wc;
+    struct ibv_grh             *grh;
+    struct ibv_ah_attr         ah_attr;     /* to its source */
+    uct_rc_share_device_addr_t source;      /* its source port, as a path */
+    uct_rc_share_peer_id_t     sender;      /* the id and secret it claims,
+                                               the UD QP and port it came
+                                               from */
+} uct_rc_share_conn_rx_t;
+
 /* ------------------------------------------------------------ messages */
 
 ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
@@ -253,6 +359,7 @@ ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
         (msg->rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
         (msg->psn & ~UCT_RC_SHARE_PSN_MASK) ||
         (msg->dst_rc_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
+        (msg->src_ud_qpn & ~UCT_RC_SHARE_PSN_MASK) ||
         (msg->flags & ~(UCT_RC_SHARE_CONN_FLAG_TX |
                         UCT_RC_SHARE_CONN_FLAG_DETACHED))) {
         return UCS_ERR_INVALID_PARAM;
@@ -274,6 +381,20 @@ ucs_status_t uct_rc_share_conn_msg_check(const void *buf, size_t length)
     return known_result ? UCS_OK : UCS_ERR_INVALID_PARAM;
 }
 
+/* Whether a log line of a flood may go now: at most one a second; the
+ * lines held back meanwhile are counted in *unlogged */
+static int uct_rc_share_conn_log_due(ucs_time_t *last, unsigned *unlogged)
+{
+    ucs_time_t now = ucs_get_time();
+
+    if ((*last != 0) && (now - *last < ucs_time_from_sec(1.0))) {
+        ++*unlogged;
+        return 0;
+    }
+    *last = now;
+    return 1;
+}
+
 /* A dropped message, logged at most once a second (a flood of strangers'
  * packets must not flood the log) */
 static void uct_rc_share_conn_drop(uct_rc_share_iface_t *iface,
@@ -284,14 +405,12 @@ static void uct_rc_share_conn_drop(uct_rc_share_iface_t *iface,
                                    const char *fmt, ...)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
-    ucs_time_t now                = ucs_get_time();
+    unsigned unlogged             = ci->drops_unlogged;
     char why[192];
     va_list ap;
 
     ++iface->counters.hs_dropped;
-    if ((ci->last_drop_log != 0) &&
-        (now - ci->last_drop_log < ucs_time_from_sec(1.0))) {
-        ++ci->drops_unlogged;
+    if (!uct_rc_share_conn_log_due(&ci->last_drop_log, &ci->drops_unlogged)) {
         return;
     }
 
@@ -301,27 +420,28 @@ static void uct_rc_share_conn_drop(uct_rc_share_iface_t *iface,
     ucs_warn("%s:%d: dropped a handshake message: %s (%" PRIu64 " dropped "
              "in all, %u since the last of these lines)",
              uct_rc_share_dev_name(iface), iface->port_num, why,
-             iface->counters.hs_dropped, ci->drops_unlogged);
-    ci->last_drop_log  = now;
+             iface->counters.hs_dropped, unlogged);
     ci->drops_unlogged = 0;
 }
 
 /*
- * An answer, with our secret, for a connection we no longer have: our
+ * An answer, with our secret, for a connection we do not have: our
  * endpoint went away while the peer answered (UCX's uct_cancel_test, a job
- * that closes before its requests are answered). Counted with the dropped
- * messages, but nothing is wrong: no warning, which would also fail every
- * UCX test that treats warnings as errors.
+ * that closes before its requests are answered), or it came from another
+ * QP or port than the peer's. Counted with the dropped messages, but
+ * nothing is wrong: no warning, which would also fail every UCX test that
+ * treats warnings as errors.
  */
 static void uct_rc_share_conn_late(uct_rc_share_iface_t *iface,
                                    const char *what,
+                                   const uct_rc_share_conn_rx_t *rx,
                                    const uct_rc_share_conn_msg_t *msg)
 {
     ++iface->counters.hs_dropped;
     ucs_debug("%s:%d: dropped %s for connection %" PRIu64 " of iface 0x%"
-              PRIx64 ", which we no longer have",
+              PRIx64 " from UD QP 0x%x, which we do not have",
               uct_rc_share_dev_name(iface), iface->port_num, what,
-              msg->conn_sn, msg->src_iface_id);
+              msg->conn_sn, msg->src_iface_id, rx->wc->src_qp);
 }
 
 /* ------------------------------------------------------------ UD QP */
@@ -331,17 +451,20 @@ static void uct_rc_share_conn_post_recv(uct_rc_share_iface_t *iface,
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
     struct ibv_recv_wr wr, *bad_wr;
-    struct ibv_sge sge;
+    struct ibv_sge sge[2];
     int ret;
 
-    sge.addr   = uct_rc_share_buf_iova(iface, ci->rx_bufs) +
-                 (index * UCT_RC_SHARE_CONN_BUF_SIZE);
-    sge.length = UCT_RC_SHARE_CONN_BUF_SIZE;
-    sge.lkey   = ci->bufs.lkey;
-    wr.wr_id   = index;
-    wr.next    = NULL;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    sge[0].addr   = uct_rc_share_buf_iova(iface, ci->rx_bufs) +
+                    (index * UCT_RC_SHARE_CONN_BUF_SIZE);
+    sge[0].length = UCT_RC_SHARE_CONN_BUF_SIZE;
+    sge[0].lkey   = ci->bufs.lkey;
+    sge[1].addr   = uct_rc_share_buf_iova(iface, ci->spill);
+    sge[1].length = UCT_RC_SHARE_CONN_SPILL_SIZE;
+    sge[1].lkey   = ci->bufs.lkey;
+    wr.wr_id      = index;
+    wr.next       = NULL;
+    wr.sg_list    = sge;
+    wr.num_sge    = ci->rx_sge;
 
     ret = ibv_post_recv(ci->qp, &wr, &bad_wr);
     if (ret != 0) {
@@ -440,6 +563,52 @@ static void uct_rc_share_conn_release_ahs(uct_rc_share_iface_t *iface,
     }
 }
 
+/*
+ * The UD QP went to the error state (a receive or send completed in error
+ * other than a flush, or the timer found it so): nothing more would arrive
+ * or go, and its number is in our iface address, so it comes back to RTS
+ * through RESET, with every receive posted again. What was in flight is
+ * gone: the requests and checks are resent by their timers. The caller
+ * holds the async context.
+ */
+static void uct_rc_share_conn_ud_recover(uct_rc_share_iface_t *iface,
+                                         int state)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    struct ibv_wc wc[8];
+    unsigned i;
+
+    if (!uct_ibshare_resources_owned(iface->md->res) ||
+        (uct_rc_share_ud_qp_reset(iface, ci->qp, UCT_RC_SHARE_CONN_QKEY) !=
+         UCS_OK)) {
+        return;
+    }
+    /* The CQ is the UD QP's alone: what it still holds is of the old life */
+    while (ibv_poll_cq(ci->cq, ucs_static_array_size(wc), wc) > 0) {
+    }
+    ci->tx_available = UCT_RC_SHARE_CONN_TX_COUNT;
+    ci->tx_done      = ci->tx_posted;
+    uct_rc_share_conn_release_ahs(iface, 1);
+    for (i = 0; i < UCT_RC_SHARE_CONN_RX_COUNT; ++i) {
+        uct_rc_share_conn_post_recv(iface, i);
+    }
+    ++ci->qp_resets;
+    ucs_warn("%s:%d: the handshake's UD QP 0x%x was in state %d (error): "
+             "reset to RTS (%" PRIu64 " time(s))",
+             uct_rc_share_dev_name(iface), iface->port_num, ci->qp->qp_num,
+             state, ci->qp_resets);
+}
+
+/* Makes sure that the UD QP is in RTS (the timer, once a second) */
+static void uct_rc_share_conn_ud_check(uct_rc_share_iface_t *iface)
+{
+    int state = uct_rc_share_qp_state(iface->conn->qp);
+
+    if ((state >= 0) && (state != IBV_QPS_RTS)) {
+        uct_rc_share_conn_ud_recover(iface, state);
+    }
+}
+
 /* The header every message of ours has; with conn, what it has of the
  * connection */
 static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
@@ -454,9 +623,12 @@ static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
     msg->mtu          = iface->config.path_mtu;
     msg->src_iface_id = iface->id;
     msg->src_secret   = iface->secret;
+    msg->src_ud_qpn   = iface->conn->qp->qp_num;
+    msg->src_lid      = iface->port_attr.lid;
+    msg->src_gid      = iface->gid;
     if (conn != NULL) {
-        msg->dst_iface_id = conn->key.peer_id;
-        msg->dst_secret   = conn->peer_secret;
+        msg->dst_iface_id = conn->key.peer.id;
+        msg->dst_secret   = conn->key.peer.secret;
         msg->conn_sn      = conn->key.sn;
         msg->rc_qpn       = conn->tx.txq.qp->qp_num;
         msg->psn          = conn->psn;
@@ -468,20 +640,34 @@ static void uct_rc_share_conn_msg_init(uct_rc_share_iface_t *iface,
     }
 }
 
-/* An answer to the packet of wc: to its source, whatever it claims */
+/* An answer to the message of rx: to its source, whatever it claims */
 static void uct_rc_share_conn_answer(uct_rc_share_iface_t *iface,
-                                     struct ibv_wc *wc, struct ibv_grh *grh,
+                                     uct_rc_share_conn_rx_t *rx,
                                      const uct_rc_share_conn_msg_t *rep)
 {
-    uct_rc_share_device_addr_t dev;
     struct ibv_ah *ah;
 
-    if ((iface->conn->tx_available == 0) ||
-        (uct_rc_share_ah_from_wc(iface, wc, grh, &ah, &dev) != UCS_OK)) {
+    if (iface->conn->tx_available == 0) {
         return; /* the requester asks again */
     }
-    (void)uct_rc_share_conn_send(iface, ah, wc->src_qp, rep);
+    ah = uct_rc_share_ah_from_attr(iface, &rx->ah_attr);
+    if (ah == NULL) {
+        return;
+    }
+    (void)uct_rc_share_conn_send(iface, ah, rx->wc->src_qp, rep);
     uct_rc_share_conn_retire_ah(iface, ah);
+}
+
+/* An answer to msg that names no connection of ours (REJ, CHECK_REP) */
+static void uct_rc_share_conn_answer_init(uct_rc_share_iface_t *iface,
+                                          uct_rc_share_conn_msg_t *rep,
+                                          uct_rc_share_conn_msg_type_t type,
+                                          const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_conn_msg_init(iface, rep, type, NULL);
+    rep->dst_iface_id = msg->src_iface_id;
+    rep->dst_secret   = msg->src_secret;
+    rep->conn_sn      = msg->conn_sn;
 }
 
 static void uct_rc_share_conn_send_to_peer(uct_rc_share_conn_t *conn,
@@ -494,19 +680,70 @@ static void uct_rc_share_conn_send_to_peer(uct_rc_share_conn_t *conn,
         msg.check_sn = conn->check_sn;
     }
     (void)uct_rc_share_conn_send(conn->iface, conn->peer_ah,
-                                 conn->peer_ud_qpn, &msg);
+                                 conn->key.peer.ud_qpn, &msg);
 }
 
 /* ------------------------------------------------------------ table */
 
-static uct_rc_share_conn_t *
-uct_rc_share_conn_find(uct_rc_share_iface_t *iface, uint64_t peer_id,
-                       uint64_t sn)
+/*
+ * A connection that a peer's request made has ended: its request, should
+ * it come again, is a replay (a peer never asks again for a number its
+ * request made: its next endpoint to us takes the next number), or a copy
+ * that came late. Remembered, the oldest forgotten first.
+ */
+static void uct_rc_share_conn_ended_add(uct_rc_share_iface_t *iface,
+                                        const uct_rc_share_conn_key_t *key)
 {
-    uct_rc_share_conn_key_t key = {peer_id, sn};
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_key_t *slot;
+    khiter_t it;
+    int ret;
+
+    if (ci->ended_ring == NULL) {
+        ci->ended_ring = ucs_calloc(UCT_RC_SHARE_CONN_ENDED_MAX,
+                                    sizeof(*ci->ended_ring),
+                                    "rc_share ended conns");
+        if (ci->ended_ring == NULL) {
+            return;
+        }
+    }
+
+    slot = &ci->ended_ring[ci->ended_next];
+    if (kh_size(&ci->ended) == UCT_RC_SHARE_CONN_ENDED_MAX) {
+        it = kh_get(uct_rc_share_ended, &ci->ended, *slot);
+        if (it != kh_end(&ci->ended)) {
+            kh_del(uct_rc_share_ended, &ci->ended, it);
+        }
+    }
+    kh_put(uct_rc_share_ended, &ci->ended, *key, &ret);
+    if (ret > 0) {
+        *slot          = *key;
+        ci->ended_next = (ci->ended_next + 1) % UCT_RC_SHARE_CONN_ENDED_MAX;
+    }
+}
+
+static int uct_rc_share_conn_ended(uct_rc_share_iface_t *iface,
+                                   const uct_rc_share_peer_id_t *peer,
+                                   uint64_t sn)
+{
+    uct_rc_share_conn_key_t key;
+
+    key.peer = *peer;
+    key.sn   = sn;
+    return kh_get(uct_rc_share_ended, &iface->conn->ended, key) !=
+           kh_end(&iface->conn->ended);
+}
+
+static uct_rc_share_conn_t *
+uct_rc_share_conn_find(uct_rc_share_iface_t *iface,
+                       const uct_rc_share_peer_id_t *peer, uint64_t sn)
+{
+    uct_rc_share_conn_key_t key;
     khiter_t it;
 
-    it = kh_get(uct_rc_share_conns, &iface->conn->conns, key);
+    key.peer = *peer;
+    key.sn   = sn;
+    it       = kh_get(uct_rc_share_conns, &iface->conn->conns, key);
     return (it == kh_end(&iface->conn->conns)) ? NULL :
            kh_val(&iface->conn->conns, it);
 }
@@ -596,9 +833,11 @@ static void uct_rc_share_conn_fail(uct_rc_share_conn_t *conn,
                             UCT_RC_SHARE_CONN_EV_RELEASE, status);
 }
 
-static uct_rc_share_conn_t *
-uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
-                      uint64_t sn)
+/* A new connection (n = sn) to peer, in the table, its QP in INIT */
+static ucs_status_t
+uct_rc_share_conn_new(uct_rc_share_iface_t *iface,
+                      const uct_rc_share_peer_id_t *peer, uint64_t sn,
+                      uct_rc_share_conn_t **conn_p)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
     uct_rc_share_conn_t *conn;
@@ -607,16 +846,16 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
     int ret;
 
     if (ci->count >= iface->config.max_conns) {
-        return NULL;
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
 
     conn = ucs_calloc(1, sizeof(*conn), "rc_share conn");
     if (conn == NULL) {
-        return NULL;
+        return UCS_ERR_NO_MEMORY;
     }
 
     conn->iface       = iface;
-    conn->key.peer_id = peer_id;
+    conn->key.peer    = *peer;
     conn->key.sn      = sn;
     conn->state       = UCT_RC_SHARE_CONN_CONNECTING;
     conn->psn         = uct_rc_share_psn_generate();
@@ -634,7 +873,8 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
         goto err_txq;
     }
 
-    it = kh_put(uct_rc_share_conns, &ci->conns, conn->key, &ret);
+    status = UCS_ERR_NO_MEMORY;
+    it     = kh_put(uct_rc_share_conns, &ci->conns, conn->key, &ret);
     if (ret <= 0) {
         goto err_qp;
     }
@@ -649,7 +889,8 @@ uct_rc_share_conn_new(uct_rc_share_iface_t *iface, uint64_t peer_id,
 
     ++ci->count;
     ++iface->counters.conns;
-    return conn;
+    *conn_p = conn;
+    return UCS_OK;
 
 err_qp:
     uct_rc_share_qp_destroy(iface, conn->tx.txq.qp);
@@ -658,7 +899,34 @@ err_txq:
     uct_rc_share_txq_cleanup(&conn->tx.txq);
 err_free:
     ucs_free(conn);
-    return NULL;
+    return status;
+}
+
+/* Why there is no new connection, for a log line */
+static const char *uct_rc_share_conn_new_why(const uct_rc_share_iface_t *iface,
+                                             ucs_status_t status, char *buf,
+                                             size_t max)
+{
+    if (status == UCS_ERR_EXCEEDS_LIMIT) {
+        snprintf(buf, max, "the iface has %u connections, as many as "
+                 "UCX_RC_SHARE_MAX_CONNS=%u allows", iface->conn->count,
+                 iface->config.max_conns);
+    } else {
+        snprintf(buf, max, "%s", ucs_status_string(status));
+    }
+    return buf;
+}
+
+/* Takes a connection out of the table (its key may be another's then) */
+static void uct_rc_share_conn_unlist(uct_rc_share_conn_t *conn)
+{
+    uct_rc_share_conn_iface_t *ci = conn->iface->conn;
+    khiter_t it;
+
+    it = kh_get(uct_rc_share_conns, &ci->conns, conn->key);
+    if ((it != kh_end(&ci->conns)) && (kh_val(&ci->conns, it) == conn)) {
+        kh_del(uct_rc_share_conns, &ci->conns, it);
+    }
 }
 
 /*
@@ -686,7 +954,7 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
 
     ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 " (QP "
               "0x%x) destroyed", uct_rc_share_dev_name(iface),
-              iface->port_num, conn->key.sn, conn->key.peer_id,
+              iface->port_num, conn->key.sn, conn->key.peer.id,
               conn->tx.txq.qp->qp_num);
     uct_rc_share_conn_disconnect(conn);
     uct_rc_share_conn_timed_del(conn);
@@ -698,9 +966,13 @@ static void uct_rc_share_conn_destroy(uct_rc_share_conn_t *conn)
         ucs_list_del(&conn->owed_list);
     }
 
-    it = kh_get(uct_rc_share_conns, &ci->conns, conn->key);
-    if (it != kh_end(&ci->conns)) {
-        kh_del(uct_rc_share_conns, &ci->conns, it);
+    if (conn->superseded) {
+        ucs_list_del(&conn->superseded_list);
+    } else {
+        uct_rc_share_conn_unlist(conn);
+    }
+    if (conn->by_peer) {
+        uct_rc_share_conn_ended_add(iface, &conn->key);
     }
     it = kh_get(uct_rc_share_qpns, &ci->qpns, conn->tx.txq.qp->qp_num);
     if (it != kh_end(&ci->qpns)) {
@@ -760,7 +1032,7 @@ uct_rc_share_conn_qp_to_peer(uct_rc_share_conn_t *conn,
     ucs_debug("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64 ": QP "
               "0x%x connected to 0x%x",
               uct_rc_share_dev_name(conn->iface), conn->iface->port_num,
-              conn->key.sn, conn->key.peer_id, conn->tx.txq.qp->qp_num,
+              conn->key.sn, conn->key.peer.id, conn->tx.txq.qp->qp_num,
               msg->rc_qpn);
     return UCS_OK;
 }
@@ -787,57 +1059,94 @@ static void uct_rc_share_conn_established(uct_rc_share_conn_t *conn)
     }
 }
 
+
 /* ------------------------------------------------------------ messages in */
 
-/*
- * Whether an answer comes from the peer of conn: it carries our secret and
- * the peer's (as we know it), and came from its UD QP. An on-path attacker
- * passes this; nobody else does.
- */
-static int uct_rc_share_conn_from_peer(const uct_rc_share_conn_t *conn,
-                                       const struct ibv_wc *wc,
-                                       const uct_rc_share_conn_msg_t *msg)
+/* The peer's entry, created if new; NULL without memory */
+static uct_rc_share_peer_t *
+uct_rc_share_conn_peer(uct_rc_share_iface_t *iface,
+                       const uct_rc_share_peer_id_t *peer_id)
 {
-    return (msg->src_secret == conn->peer_secret) &&
-           (wc->src_qp == conn->peer_ud_qpn);
+    khash_t(uct_rc_share_peers) *peers = &iface->conn->peers;
+    khiter_t it;
+    int ret;
+
+    it = kh_put(uct_rc_share_peers, peers, *peer_id, &ret);
+    if (ret < 0) {
+        return NULL;
+    } else if (ret > 0) {
+        kh_val(peers, it).next_sn  = 0;
+        kh_val(peers, it).answered = 0;
+    }
+    return &kh_val(peers, it);
 }
 
+/* A request of the peer: a new connection of its, or one we made with the
+ * same number (crossed requests), or the same again (an answer lost) */
 static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
-                                         struct ibv_wc *wc,
-                                         struct ibv_grh *grh,
+                                         uct_rc_share_conn_rx_t *rx,
                                          const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_t *conn;
     uct_rc_share_conn_msg_t rep;
     ucs_status_t status;
+    char why[128];
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
+    if ((conn != NULL) && !conn->by_peer && (conn->tx.owner == NULL) &&
+        conn->qp_connected && (conn->remote_qpn != msg->rc_qpn)) {
+        /*
+         * The peer asks for connection n again with another QP: its own
+         * connection n is gone (it destroyed it after our DISC, and its
+         * next endpoint to us has that number), while ours waits for the
+         * last of its half. Nothing of ours uses it: it goes, and the
+         * request makes a new one (UCX's wireup_1sided tests reconnect
+         * this way). Only the peer itself can send this (the key is its
+         * UD QP and port too).
+         */
+        ucs_debug("%s:%d: connection %" PRIu64 " of iface 0x%" PRIx64
+                  " (QP 0x%x, to 0x%x) superseded by the peer's request with "
+                  "QP 0x%x", uct_rc_share_dev_name(iface), iface->port_num,
+                  msg->conn_sn, msg->src_iface_id, conn->tx.txq.qp->qp_num,
+                  conn->remote_qpn, msg->rc_qpn);
+        uct_rc_share_conn_unlist(conn);
+        ucs_list_add_tail(&iface->conn->superseded, &conn->superseded_list);
+        conn->superseded   = 1;
+        conn->disc_pending = 0;
+        uct_rc_share_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
+        conn = NULL;
+    }
+
+    if ((conn == NULL) &&
+        uct_rc_share_conn_ended(iface, &rx->sender, msg->conn_sn)) {
+        uct_rc_share_conn_drop(iface, "a request for connection %" PRIu64
+                               " of iface 0x%" PRIx64 ", which its request "
+                               "made before and which ended (sent again, or "
+                               "late)", msg->conn_sn, msg->src_iface_id);
+        return;
+    }
+
     if (conn == NULL) {
-        conn = uct_rc_share_conn_new(iface, msg->src_iface_id,
-                                     msg->conn_sn);
-        if (conn == NULL) {
+        status = uct_rc_share_conn_new(iface, &rx->sender, msg->conn_sn,
+                                       &conn);
+        if (status != UCS_OK) {
             ++iface->counters.hs_refused;
             ucs_diag("%s:%d: refused connection %" PRIu64 " of iface 0x%"
-                     PRIx64 ": %u connections, UCX_RC_SHARE_MAX_CONNS=%u",
-                     uct_rc_share_dev_name(iface), iface->port_num,
-                     msg->conn_sn, msg->src_iface_id, iface->conn->count,
-                     iface->config.max_conns);
-            uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_REJ,
-                                       NULL);
-            rep.dst_iface_id = msg->src_iface_id;
-            rep.dst_secret   = msg->src_secret;
-            rep.conn_sn      = msg->conn_sn;
-            rep.result       = UCT_RC_SHARE_CONN_REJ_NO_RESOURCE;
-            uct_rc_share_conn_answer(iface, wc, grh, &rep);
+                     PRIx64 ": %s", uct_rc_share_dev_name(iface),
+                     iface->port_num, msg->conn_sn, msg->src_iface_id,
+                     uct_rc_share_conn_new_why(iface, status, why,
+                                               sizeof(why)));
+            uct_rc_share_conn_answer_init(iface, &rep, UCT_RC_SHARE_CONN_REJ,
+                                          msg);
+            rep.result = UCT_RC_SHARE_CONN_REJ_NO_RESOURCE;
+            uct_rc_share_conn_answer(iface, rx, &rep);
             return;
         }
 
         ++iface->counters.conns_by_peers;
-        conn->peer_secret = msg->src_secret;
-        conn->peer_ud_qpn = wc->src_qp;
-        status = uct_rc_share_ah_from_wc(iface, wc, grh, &conn->peer_ah,
-                                         &conn->path);
-        if ((status != UCS_OK) ||
+        conn->path    = rx->source;
+        conn->peer_ah = uct_rc_share_ah_from_attr(iface, &rx->ah_attr);
+        if ((conn->peer_ah == NULL) ||
             (uct_rc_share_conn_qp_to_peer(conn, msg) != UCS_OK)) {
             conn->state = UCT_RC_SHARE_CONN_FAILED;
             uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_RELEASE,
@@ -847,19 +1156,11 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
         /* The peer's half may send now. Ours has no owner yet; one that
          * comes before the requester says its QP is connected (our
          * answer in) asks it first (confirming) */
+        conn->by_peer         = 1;
         conn->state           = UCT_RC_SHARE_CONN_CONNECTED;
         conn->next_idle_check = ucs_get_time() +
                                 uct_rc_share_conn_idle_time(iface);
         uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_REP);
-        return;
-    }
-
-    if (!uct_rc_share_conn_from_peer(conn, wc, msg)) {
-        uct_rc_share_conn_drop(iface, "a request for connection %" PRIu64
-                               " of iface 0x%" PRIx64 " from another QP "
-                               "(0x%x) or with another secret than the "
-                               "connection's", msg->conn_sn,
-                               msg->src_iface_id, wc->src_qp);
         return;
     }
 
@@ -890,7 +1191,8 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
         } else {
             uct_rc_share_conn_drop(iface, "a request for connection %"
                                    PRIu64 " of iface 0x%" PRIx64 " with QP "
-                                   "0x%x, which is connected to 0x%x",
+                                   "0x%x, which is connected to 0x%x and "
+                                   "used by an endpoint of ours",
                                    msg->conn_sn, msg->src_iface_id,
                                    msg->rc_qpn, conn->remote_qpn);
         }
@@ -900,24 +1202,6 @@ static void uct_rc_share_conn_handle_req(uct_rc_share_iface_t *iface,
     }
 }
 
-/* The peer's entry, created if new; NULL without memory */
-static uct_rc_share_peer_t *uct_rc_share_conn_peer(uct_rc_share_iface_t *iface,
-                                                   uint64_t peer_id)
-{
-    khash_t(uct_rc_share_peers) *peers = &iface->conn->peers;
-    khiter_t it;
-    int ret;
-
-    it = kh_put(uct_rc_share_peers, peers, peer_id, &ret);
-    if (ret < 0) {
-        return NULL;
-    } else if (ret > 0) {
-        kh_val(peers, it).next_sn  = 0;
-        kh_val(peers, it).answered = 0;
-    }
-    return &kh_val(peers, it);
-}
-
 /* The target of conn answered: it lives. Its other requests wait for a
  * busy target (thousands of handshakes at once, a slow host), not a gone
  * one: their deadlines start again (uct_rc_share_conn_deadline; one entry
@@ -925,7 +1209,7 @@ static uct_rc_share_peer_t *uct_rc_share_conn_peer(uct_rc_share_iface_t *iface,
 static void uct_rc_share_conn_target_alive(uct_rc_share_conn_t *conn)
 {
     uct_rc_share_peer_t *peer = uct_rc_share_conn_peer(conn->iface,
-                                                       conn->key.peer_id);
+                                                       &conn->key.peer);
 
     if (peer != NULL) {
         peer->answered = ucs_get_time();
@@ -937,7 +1221,7 @@ static void uct_rc_share_conn_target_alive(uct_rc_share_conn_t *conn)
 static ucs_time_t uct_rc_share_conn_deadline(const uct_rc_share_conn_t *conn)
 {
     khash_t(uct_rc_share_peers) *peers = &conn->iface->conn->peers;
-    khiter_t it = kh_get(uct_rc_share_peers, peers, conn->key.peer_id);
+    khiter_t it = kh_get(uct_rc_share_peers, peers, conn->key.peer);
     ucs_time_t answered;
 
     if (it == kh_end(peers)) {
@@ -950,19 +1234,14 @@ static ucs_time_t uct_rc_share_conn_deadline(const uct_rc_share_conn_t *conn)
 }
 
 static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
-                                         struct ibv_wc *wc,
+                                         uct_rc_share_conn_rx_t *rx,
                                          const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_t *conn;
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
     if (conn == NULL) {
-        uct_rc_share_conn_late(iface, "an answer", msg);
-        return;
-    } else if (!uct_rc_share_conn_from_peer(conn, wc, msg)) {
-        uct_rc_share_conn_drop(iface, "an answer for connection %" PRIu64
-                               " of iface 0x%" PRIx64 ", which came from "
-                               "elsewhere", msg->conn_sn, msg->src_iface_id);
+        uct_rc_share_conn_late(iface, "an answer", rx, msg);
         return;
     }
 
@@ -993,17 +1272,16 @@ static void uct_rc_share_conn_handle_rep(uct_rc_share_iface_t *iface,
 }
 
 static void uct_rc_share_conn_handle_rej(uct_rc_share_iface_t *iface,
-                                         struct ibv_wc *wc,
+                                         uct_rc_share_conn_rx_t *rx,
                                          const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_t *conn;
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
     if (conn == NULL) {
-        uct_rc_share_conn_late(iface, "a refusal", msg);
+        uct_rc_share_conn_late(iface, "a refusal", rx, msg);
         return;
-    } else if ((conn->state != UCT_RC_SHARE_CONN_CONNECTING) ||
-               !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+    } else if (conn->state != UCT_RC_SHARE_CONN_CONNECTING) {
         uct_rc_share_conn_drop(iface, "a refusal of connection %" PRIu64
                                " of iface 0x%" PRIx64 " we do not wait for",
                                msg->conn_sn, msg->src_iface_id);
@@ -1012,7 +1290,8 @@ static void uct_rc_share_conn_handle_rej(uct_rc_share_iface_t *iface,
 
     if (msg->result == UCT_RC_SHARE_CONN_REJ_NO_RESOURCE) {
         ucs_error("%s:%d: the remote iface refused the connection: it has "
-                  "as many as its UCX_RC_SHARE_MAX_CONNS allows",
+                  "as many as its UCX_RC_SHARE_MAX_CONNS allows, or could "
+                  "not make one (its log says which)",
                   uct_rc_share_dev_name(iface), iface->port_num);
         uct_rc_share_conn_fail(conn, UCS_ERR_NO_RESOURCE);
     } else {
@@ -1026,13 +1305,13 @@ static void uct_rc_share_conn_handle_rej(uct_rc_share_iface_t *iface,
 }
 
 static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
-                                          struct ibv_wc *wc,
+                                          uct_rc_share_conn_rx_t *rx,
                                           const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_t *conn;
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
-    if ((conn == NULL) || !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
+    if (conn == NULL) {
         return; /* gone already, or not the peer's */
     }
 
@@ -1054,35 +1333,31 @@ static void uct_rc_share_conn_handle_disc(uct_rc_share_iface_t *iface,
  * from a peer whose half is gone for good is its DISC too.
  */
 static void uct_rc_share_conn_handle_check(uct_rc_share_iface_t *iface,
-                                           struct ibv_wc *wc,
-                                           struct ibv_grh *grh,
+                                           uct_rc_share_conn_rx_t *rx,
                                            const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_msg_t rep;
     uct_rc_share_conn_t *conn;
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
-    if ((conn != NULL) && !uct_rc_share_conn_from_peer(conn, wc, msg)) {
-        uct_rc_share_conn_drop(iface, "a check of connection %" PRIu64 " of "
-                               "iface 0x%" PRIx64 " from another QP or with "
-                               "another secret", msg->conn_sn,
-                               msg->src_iface_id);
-        return;
-    }
-
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
     if ((conn != NULL) && (msg->flags & UCT_RC_SHARE_CONN_FLAG_DETACHED)) {
         conn->peer_half = 0;
         uct_rc_share_conn_release(conn);
     }
 
-    uct_rc_share_conn_msg_init(iface, &rep, UCT_RC_SHARE_CONN_CHECK_REP,
-                               NULL);
-    rep.dst_iface_id = msg->src_iface_id;
-    rep.dst_secret   = msg->src_secret;
-    rep.conn_sn      = msg->conn_sn;
-    rep.check_sn     = msg->check_sn;
-    if ((conn != NULL) && (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
-        (conn->remote_qpn == msg->rc_qpn) &&
+    uct_rc_share_conn_answer_init(iface, &rep, UCT_RC_SHARE_CONN_CHECK_REP,
+                                  msg);
+    rep.check_sn = msg->check_sn;
+    /* Connected, or still asking for it: the peer's answer to our request
+     * was lost or waits in our queue (a burst of thousands), and our next
+     * request gets it again. Were that "no connection", the peer would
+     * end its half, and refuse the next request as a replay of an ended
+     * one */
+    if ((conn != NULL) &&
+        (((conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
+          (conn->remote_qpn == msg->rc_qpn)) ||
+         ((conn->state == UCT_RC_SHARE_CONN_CONNECTING) &&
+          (!conn->qp_connected || (conn->remote_qpn == msg->rc_qpn)))) &&
         (conn->tx.txq.qp->qp_num == msg->dst_rc_qpn) &&
         ((conn->tx.owner != NULL) || conn->peer_half)) {
         rep.result = UCT_RC_SHARE_CONN_CHECK_CONNECTED;
@@ -1092,20 +1367,19 @@ static void uct_rc_share_conn_handle_check(uct_rc_share_iface_t *iface,
     } else {
         rep.result = UCT_RC_SHARE_CONN_CHECK_NO_CONN;
     }
-    uct_rc_share_conn_answer(iface, wc, grh, &rep);
+    uct_rc_share_conn_answer(iface, rx, &rep);
 }
 
 static void
 uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
-                                   struct ibv_wc *wc,
+                                   uct_rc_share_conn_rx_t *rx,
                                    const uct_rc_share_conn_msg_t *msg)
 {
     uct_rc_share_conn_t *conn;
 
-    conn = uct_rc_share_conn_find(iface, msg->src_iface_id, msg->conn_sn);
+    conn = uct_rc_share_conn_find(iface, &rx->sender, msg->conn_sn);
     if ((conn == NULL) || (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) ||
-        (msg->check_sn != conn->check_sn) ||
-        !uct_rc_share_conn_from_peer(conn, wc, msg)) {
+        (msg->check_sn != conn->check_sn)) {
         return; /* late, a duplicate, or not the peer's */
     }
 
@@ -1115,7 +1389,7 @@ uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
                 UCS_LOG_LEVEL_DEBUG, "%s:%d: iface 0x%" PRIx64 " no longer "
                 "has connection %" PRIu64 " (our QP 0x%x)",
                 uct_rc_share_dev_name(iface), iface->port_num,
-                conn->key.peer_id, conn->key.sn, conn->tx.txq.qp->qp_num);
+                conn->key.peer.id, conn->key.sn, conn->tx.txq.qp->qp_num);
         uct_rc_share_conn_fail(conn, UCS_ERR_CONNECTION_RESET);
         return;
     }
@@ -1135,47 +1409,89 @@ uct_rc_share_conn_handle_check_rep(uct_rc_share_iface_t *iface,
 }
 
 /* A message of another protocol version (the first fields keep their
- * meaning from version 3 on): refused, where it proves it knows us */
+ * meaning from version 3 on): refused, where it proves it knows us. Each
+ * version is named at error level once, later ones at most once a second
+ * (a stranger alternating versions must not flood the log) */
 static void uct_rc_share_conn_other_version(uct_rc_share_iface_t *iface,
-                                            struct ibv_wc *wc,
-                                            struct ibv_grh *grh,
+                                            uct_rc_share_conn_rx_t *rx,
                                             const void *buf, size_t length)
 {
     const uct_rc_share_conn_msg_t *msg = buf;
     uct_rc_share_conn_iface_t *ci      = iface->conn;
+    uint64_t *seen = &ci->versions_seen[msg->version / 64];
+    uint64_t bit   = UCS_BIT(msg->version % 64);
+    unsigned unlogged;
     uct_rc_share_conn_msg_t rej;
 
     ++iface->counters.hs_dropped;
-    if ((ci->last_version_log == 0) ||
-        (ucs_get_time() - ci->last_version_log >= ucs_time_from_sec(1.0)) ||
-        (msg->version != ci->last_version)) {
-        /* Apart from the drops: a clear error for each version seen */
+    if (!(*seen & bit)) {
+        *seen |= bit;
         ucs_error("%s:%d: a handshake message of protocol version %d from "
                   "QP 0x%x, ours is %d: the processes run different builds "
                   "of ucx-ibshare", uct_rc_share_dev_name(iface),
-                  iface->port_num, msg->version, wc->src_qp,
+                  iface->port_num, msg->version, rx->wc->src_qp,
                   UCT_RC_SHARE_CONN_VERSION);
-        ci->last_version_log = ucs_get_time();
-        ci->last_version     = msg->version;
+    } else {
+        unlogged = ci->versions_unlogged;
+        if (uct_rc_share_conn_log_due(&ci->last_version_log,
+                                      &ci->versions_unlogged)) {
+            ucs_warn("%s:%d: another handshake message of protocol version "
+                     "%d from QP 0x%x, ours is %d (%u more of other "
+                     "versions since the last of these lines)",
+                     uct_rc_share_dev_name(iface), iface->port_num,
+                     msg->version, rx->wc->src_qp, UCT_RC_SHARE_CONN_VERSION,
+                     unlogged);
+            ci->versions_unlogged = 0;
+        }
     }
     if ((msg->version < 3) || (length < UCT_RC_SHARE_CONN_STABLE_LEN) ||
         (msg->type != UCT_RC_SHARE_CONN_REQ) ||
         (msg->dst_iface_id != iface->id) ||
-        (msg->dst_secret != iface->secret)) {
+        (msg->dst_secret != iface->secret) ||
+        (uct_rc_share_wc_source(iface, rx->wc, rx->grh, &rx->ah_attr,
+                                &rx->source) != UCS_OK)) {
         return;
     }
 
-    uct_rc_share_conn_msg_init(iface, &rej, UCT_RC_SHARE_CONN_REJ, NULL);
-    rej.dst_iface_id = msg->src_iface_id;
-    rej.dst_secret   = msg->src_secret;
-    rej.conn_sn      = msg->conn_sn;
-    rej.result       = UCT_RC_SHARE_CONN_REJ_VERSION;
-    uct_rc_share_conn_answer(iface, wc, grh, &rej);
+    uct_rc_share_conn_answer_init(iface, &rej, UCT_RC_SHARE_CONN_REJ, msg);
+    rej.result = UCT_RC_SHARE_CONN_REJ_VERSION;
+    uct_rc_share_conn_answer(iface, rx, &rej);
+}
+
+/* Who sent rx's message: the id and secret it claims, from where it came.
+ * It must claim to come from there too: a message captured and sent again
+ * from another QP or host is dropped (its words are a stranger's). */
+static int uct_rc_share_conn_rx_sender(uct_rc_share_iface_t *iface,
+                                       uct_rc_share_conn_rx_t *rx,
+                                       const uct_rc_share_conn_msg_t *msg)
+{
+    uct_rc_share_peer_id_t claimed;
+
+    if (uct_rc_share_wc_source(iface, rx->wc, rx->grh, &rx->ah_attr,
+                               &rx->source) != UCS_OK) {
+        ++iface->counters.hs_dropped;
+        return 0;
+    }
+
+    uct_rc_share_peer_id_init(iface, &rx->sender, msg->src_iface_id,
+                              msg->src_secret, rx->wc->src_qp,
+                              rx->source.lid, rx->source.gid);
+    uct_rc_share_peer_id_init(iface, &claimed, msg->src_iface_id,
+                              msg->src_secret, msg->src_ud_qpn, msg->src_lid,
+                              msg->src_gid);
+    if (!uct_rc_share_peer_id_equal(claimed, rx->sender)) {
+        uct_rc_share_conn_drop(iface, "a message of iface 0x%" PRIx64 " "
+                               "that says it comes from UD QP 0x%x, but "
+                               "came from QP 0x%x or another port (sent "
+                               "again by another host?)", msg->src_iface_id,
+                               msg->src_ud_qpn, rx->wc->src_qp);
+        return 0;
+    }
+    return 1;
 }
 
 static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
-                                         struct ibv_wc *wc,
-                                         struct ibv_grh *grh,
+                                         uct_rc_share_conn_rx_t *rx,
                                          const void *buf, size_t length)
 {
     const uct_rc_share_conn_msg_t *msg = buf;
@@ -1183,11 +1499,11 @@ static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
 
     status = uct_rc_share_conn_msg_check(buf, length);
     if (status == UCS_ERR_UNSUPPORTED) {
-        uct_rc_share_conn_other_version(iface, wc, grh, buf, length);
+        uct_rc_share_conn_other_version(iface, rx, buf, length);
         return;
     } else if (status != UCS_OK) {
         uct_rc_share_conn_drop(iface, "malformed (%zu bytes from QP 0x%x): "
-                               "%s", length, wc->src_qp,
+                               "%s", length, rx->wc->src_qp,
                                ucs_status_string(status));
         return;
     }
@@ -1198,41 +1514,49 @@ static void uct_rc_share_conn_handle_msg(uct_rc_share_iface_t *iface,
         uct_rc_share_conn_drop(iface, "%s from QP 0x%x without our %s",
                                (msg->type == UCT_RC_SHARE_CONN_REQ) ?
                                "a connection request" : "a message",
-                               wc->src_qp,
+                               rx->wc->src_qp,
                                (msg->dst_iface_id != iface->id) ?
                                "iface id" : "secret");
         return;
     }
 
+    if (!uct_rc_share_conn_rx_sender(iface, rx, msg)) {
+        return;
+    }
+
     switch (msg->type) {
     case UCT_RC_SHARE_CONN_REQ:
-        uct_rc_share_conn_handle_req(iface, wc, grh, msg);
+        uct_rc_share_conn_handle_req(iface, rx, msg);
         break;
     case UCT_RC_SHARE_CONN_REP:
-        uct_rc_share_conn_handle_rep(iface, wc, msg);
+        uct_rc_share_conn_handle_rep(iface, rx, msg);
         break;
     case UCT_RC_SHARE_CONN_REJ:
-        uct_rc_share_conn_handle_rej(iface, wc, msg);
+        uct_rc_share_conn_handle_rej(iface, rx, msg);
         break;
     case UCT_RC_SHARE_CONN_DISC:
-        uct_rc_share_conn_handle_disc(iface, wc, msg);
+        uct_rc_share_conn_handle_disc(iface, rx, msg);
         break;
     case UCT_RC_SHARE_CONN_CHECK:
-        uct_rc_share_conn_handle_check(iface, wc, grh, msg);
+        uct_rc_share_conn_handle_check(iface, rx, msg);
         break;
     case UCT_RC_SHARE_CONN_CHECK_REP:
-        uct_rc_share_conn_handle_check_rep(iface, wc, msg);
+        uct_rc_share_conn_handle_check_rep(iface, rx, msg);
         break;
     }
 }
 
-/* Handles what the UD CQ holds; the caller holds the async context */
+/* Handles what the UD CQ holds; the caller holds the async context. Every
+ * receive is a stranger's until proven otherwise: only the first
+ * CONN_BUF_SIZE bytes are read, whatever the packet's length */
 static void uct_rc_share_conn_poll(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
+    uct_rc_share_conn_rx_t rx;
     struct ibv_wc wc[8];
+    int i, n, in_error = 0;
+    size_t length;
     void *buf;
-    int i, n;
 
     do {
         /* wc.opcode is undefined in error completions: tell by wr_id */
@@ -1246,33 +1570,56 @@ static void uct_rc_share_conn_poll(uct_rc_share_iface_t *iface)
                     ucs_diag("%s: handshake send failed: %s",
                              uct_rc_share_dev_name(iface),
                              ibv_wc_status_str(wc[i].status));
+                    in_error = 1;
                 }
                 continue;
             }
 
             if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
-                continue; /* the QP is going away */
+                in_error = 1; /* the QP went to error, or is going away */
+                continue;
             }
 
             if ((wc[i].status == IBV_WC_SUCCESS) &&
+                (wc[i].wr_id < UCT_RC_SHARE_CONN_RX_COUNT) &&
                 (wc[i].byte_len >= UCT_RC_SHARE_GRH_LEN)) {
-                buf = UCS_PTR_BYTE_OFFSET(ci->rx_bufs,
-                                          wc[i].wr_id *
-                                          UCT_RC_SHARE_CONN_BUF_SIZE);
-                uct_rc_share_conn_handle_msg(iface, &wc[i], buf,
-                                             UCS_PTR_BYTE_OFFSET(buf,
+                buf    = UCS_PTR_BYTE_OFFSET(ci->rx_bufs,
+                                             wc[i].wr_id *
+                                             UCT_RC_SHARE_CONN_BUF_SIZE);
+                length = wc[i].byte_len - UCT_RC_SHARE_GRH_LEN;
+                rx.wc  = &wc[i];
+                rx.grh = buf;
+                if (length <= (UCT_RC_SHARE_CONN_BUF_SIZE -
+                               UCT_RC_SHARE_GRH_LEN)) {
+                    uct_rc_share_conn_handle_msg(iface, &rx,
+                                                 UCS_PTR_BYTE_OFFSET(buf,
                                                      UCT_RC_SHARE_GRH_LEN),
-                                             wc[i].byte_len -
-                                             UCT_RC_SHARE_GRH_LEN);
-            } else {
+                                                 length);
+                } else {
+                    /* Its tail, in the spill area, is never read */
+                    uct_rc_share_conn_drop(iface, "%zu bytes from QP 0x%x, "
+                                           "longer than any message", length,
+                                           wc[i].src_qp);
+                }
+            } else if (wc[i].status != IBV_WC_SUCCESS) {
                 ucs_diag("%s: handshake receive failed: %s",
                          uct_rc_share_dev_name(iface),
                          ibv_wc_status_str(wc[i].status));
+                in_error = 1;
+            } else {
+                uct_rc_share_conn_drop(iface, "%u bytes from QP 0x%x, "
+                                       "shorter than a GRH", wc[i].byte_len,
+                                       wc[i].src_qp);
             }
-            uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
+            if (wc[i].wr_id < UCT_RC_SHARE_CONN_RX_COUNT) {
+                uct_rc_share_conn_post_recv(iface, wc[i].wr_id);
+            }
         }
     } while (n == (int)ucs_static_array_size(wc));
 
+    if (in_error) {
+        uct_rc_share_conn_ud_check(iface);
+    }
     if (!ucs_list_is_empty(&ci->retired)) {
         uct_rc_share_conn_release_ahs(iface, 0);
     }
@@ -1330,7 +1677,7 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
                      " to iface 0x%" PRIx64 " within %.1f s (the iface is "
                      "gone, or speaks another rc_share protocol than our "
                      "version %d)", uct_rc_share_dev_name(iface),
-                     iface->port_num, conn->key.sn, conn->key.peer_id,
+                     iface->port_num, conn->key.sn, conn->key.peer.id,
                      ucs_time_to_sec(iface->config.conn_timeout),
                      UCT_RC_SHARE_CONN_VERSION);
             uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
@@ -1346,10 +1693,10 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
         ucs_diag("%s:%d: no answer from iface 0x%" PRIx64 " to the check of "
                  "connection %" PRIu64 " within %.1f s",
                  uct_rc_share_dev_name(iface), iface->port_num,
-                 conn->key.peer_id, conn->key.sn,
+                 conn->key.peer.id, conn->key.sn,
                  ucs_time_to_sec(iface->config.check_timeout));
         uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
-        kh_put(uct_rc_share_peer_set, dead, conn->key.peer_id, &ret);
+        kh_put(uct_rc_share_peer_set, dead, conn->key.peer, &ret);
     } else if (now >= conn->check_next_retry) {
         uct_rc_share_conn_send_check(conn);
     }
@@ -1379,7 +1726,7 @@ static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
     kh_init_inplace(uct_rc_share_peer_set, &checking);
     kh_foreach_value(&ci->conns, conn, {
         if (conn->check != UCT_RC_SHARE_CONN_CHECK_NONE) {
-            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer_id, &ret);
+            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer, &ret);
         }
     });
     kh_foreach_value(&ci->conns, conn, {
@@ -1387,7 +1734,7 @@ static void uct_rc_share_conn_idle_scan(uct_rc_share_iface_t *iface,
             (conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
             (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) &&
             (now >= conn->next_idle_check)) {
-            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer_id, &ret);
+            kh_put(uct_rc_share_peer_set, &checking, conn->key.peer, &ret);
             if (ret != UCS_KH_PUT_KEY_PRESENT) {
                 uct_rc_share_conn_start_check(conn,
                                               UCT_RC_SHARE_CONN_CHECK_IDLE);
@@ -1409,7 +1756,7 @@ uct_rc_share_conn_fail_peers(uct_rc_share_iface_t *iface,
 
     kh_foreach_value(&iface->conn->conns, conn, {
         if ((conn->state != UCT_RC_SHARE_CONN_FAILED) &&
-            (kh_get(uct_rc_share_peer_set, dead, conn->key.peer_id) !=
+            (kh_get(uct_rc_share_peer_set, dead, conn->key.peer) !=
              kh_end(dead))) {
             uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
             ++count;
@@ -1442,6 +1789,13 @@ static void uct_rc_share_conn_timer(int id, ucs_event_set_types_t events,
     }
     kh_destroy_inplace(uct_rc_share_peer_set, &dead);
     uct_rc_share_conn_idle_scan(iface, now);
+    if (now >= iface->conn->next_qp_check) {
+        /* An error that raised no completion (or one we did not see)
+         * would stop the handshake for good: look */
+        iface->conn->next_qp_check =
+                now + ucs_time_from_sec(UCT_RC_SHARE_CONN_QP_CHECK_SEC);
+        uct_rc_share_conn_ud_check(iface);
+    }
 }
 
 /* The async context's handler of the UD CQ's channel */
@@ -1546,7 +1900,7 @@ unsigned uct_rc_share_conn_count(const uct_rc_share_iface_t *iface)
 
 /* The next number of a connection of ours to the peer */
 static uint64_t uct_rc_share_conn_next_sn(uct_rc_share_iface_t *iface,
-                                          uint64_t peer_id)
+                                          const uct_rc_share_peer_id_t *peer_id)
 {
     uct_rc_share_peer_t *peer = uct_rc_share_conn_peer(iface, peer_id);
 
@@ -1565,12 +1919,21 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
     ucs_async_context_t *async = uct_rc_share_conn_async(iface);
     uct_rc_share_conn_t *conn;
     ucs_status_t status        = UCS_OK;
+    uct_rc_share_peer_id_t peer;
+    char why[128];
     uint64_t sn;
+
+    /* The peer is all of its address: a connection another made with its
+     * id (and even its secret, which every rank of the job has) from
+     * another QP or port is not to it */
+    uct_rc_share_peer_id_init(iface, &peer, addr->id, addr->secret,
+                              uct_ibshare_unpack_uint24(addr->qpn), dev->lid,
+                              dev->gid);
 
     UCS_ASYNC_BLOCK(async);
     do {
-        sn   = uct_rc_share_conn_next_sn(iface, addr->id);
-        conn = uct_rc_share_conn_find(iface, addr->id, sn);
+        sn   = uct_rc_share_conn_next_sn(iface, &peer);
+        conn = uct_rc_share_conn_find(iface, &peer, sn);
         /* The peer's connection n, which no endpoint of ours used: ours
          * too. One that had an owner, or whose peer's half went, is not
          * for us: the next number */
@@ -1597,25 +1960,26 @@ ucs_status_t uct_rc_share_conn_open(uct_rc_share_iface_t *iface,
         goto out;
     }
 
-    conn = uct_rc_share_conn_new(iface, addr->id, sn);
-    if (conn == NULL) {
+    status = uct_rc_share_conn_new(iface, &peer, sn, &conn);
+    if (status != UCS_OK) {
         ucs_error("%s:%d: rc_share: no connection to iface 0x%" PRIx64
-                  ": this iface has %u, as many as UCX_RC_SHARE_MAX_CONNS=%u "
-                  "allows (or there is no memory)",
-                  uct_rc_share_dev_name(iface), iface->port_num, addr->id,
-                  iface->conn->count, iface->config.max_conns);
-        status = UCS_ERR_NO_RESOURCE;
+                  ": %s", uct_rc_share_dev_name(iface), iface->port_num,
+                  addr->id, uct_rc_share_conn_new_why(iface, status, why,
+                                                      sizeof(why)));
+        if (status == UCS_ERR_EXCEEDS_LIMIT) {
+            status = UCS_ERR_NO_RESOURCE;
+        }
+        conn = NULL;
         goto out;
     }
 
     conn->path        = *dev;
-    conn->peer_secret = addr->secret;
-    conn->peer_ud_qpn = uct_ibshare_unpack_uint24(addr->qpn);
     conn->peer_mtu    = (enum ibv_mtu)addr->mtu;
     conn->peer_ah     = uct_rc_share_ah_create(iface, dev);
     if (conn->peer_ah == NULL) {
         conn->state = UCT_RC_SHARE_CONN_FAILED;
         uct_rc_share_conn_destroy(conn);
+        conn   = NULL;
         status = UCS_ERR_UNREACHABLE;
         goto out;
     }
@@ -1733,12 +2097,27 @@ void uct_rc_share_conn_check(uct_rc_share_conn_t *conn)
 
 /* ------------------------------------------------------------ send side */
 
-/* Posts a pure grant on the connection; 0 if its queue has no room now */
+unsigned uct_rc_share_conn_grant_reserve(unsigned max_conns)
+{
+    return ucs_min(max_conns, UCT_RC_SHARE_CONN_GRANT_RESERVE_MAX);
+}
+
+/*
+ * Posts a pure grant on the connection; 0 if it must wait: a grant of the
+ * connection is in flight, its queue has no room, or the grants' reserve
+ * of CQ entries is used up. A grant is always signaled, and its CQ entry
+ * is the reserve's, not the data path's: a peer that posts no receive
+ * buffers holds it for as long as it likes (RNR retries are infinite), and
+ * must not hold anything that other connections need.
+ */
 static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
 {
+    uct_rc_share_conn_iface_t *ci = conn->iface->conn;
+    uct_rc_share_txq_t *txq       = &conn->tx.txq;
     struct ibv_send_wr wr;
 
-    if (!uct_rc_share_txq_has_room(&conn->tx.txq) ||
+    if ((conn->tx.grant_sn != 0) || (txq->sq_available <= 0) ||
+        (ci->grants_available <= 0) ||
         (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) {
         return 0;
     }
@@ -1746,10 +2125,25 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
     memset(&wr, 0, sizeof(wr));
     wr.opcode   = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htonl(UCT_RC_SHARE_IMM_FC_PURE_GRANT);
-    /* Without an owner no later WR reports it: a signaled grant leaves no
-     * tail, so that the queue of a peer's half can become idle */
-    (void)uct_rc_share_txq_post(&conn->tx.txq, &wr, 0, conn->tx.owner == NULL);
+    if (uct_rc_share_txq_post(txq, &wr, 0, 1) != UCS_OK) {
+        return 1; /* logged; the connection fails by its completions */
+    }
+    /* The entry the post took is the reserve's (txq_complete gives it to
+     * the data path: uct_rc_share_conn_grant_done takes it back) */
+    ++txq->res->cq_available;
+    --ci->grants_available;
+    conn->tx.grant_sn = txq->posted;
     return 1;
+}
+
+void uct_rc_share_conn_grant_done(uct_rc_share_conn_tx_t *tx)
+{
+    /* tx is the connection's first member */
+    uct_rc_share_conn_t *conn = (uct_rc_share_conn_t*)tx;
+
+    tx->grant_sn = 0;
+    --tx->txq.res->cq_available;
+    ++conn->iface->conn->grants_available;
 }
 
 void uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface)
@@ -1828,7 +2222,7 @@ uct_rc_share_conn_tx_error(uct_rc_share_conn_t *conn, ucs_status_t status)
             ucs_diag("%s:%d: connection %" PRIu64 " to iface 0x%" PRIx64
                      " (QP 0x%x) failed: %s",
                      uct_rc_share_dev_name(conn->iface),
-                     conn->iface->port_num, conn->key.sn, conn->key.peer_id,
+                     conn->iface->port_num, conn->key.sn, conn->key.peer.id,
                      conn->tx.txq.qp->qp_num, ucs_status_string(status));
         }
         uct_rc_share_conn_stop_check(conn);
@@ -1878,7 +2272,9 @@ static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
     ucs_status_t status;
 
     /* From the rank's slice, like every other buffer */
-    status = uct_ibshare_resources_buf_alloc(iface->md->res, rx_size + tx_size,
+    status = uct_ibshare_resources_buf_alloc(iface->md->res,
+                                             rx_size + tx_size +
+                                             UCT_RC_SHARE_CONN_SPILL_SIZE,
                                              "rc_share handshake", &ci->bufs);
     if (status != UCS_OK) {
         return status;
@@ -1886,6 +2282,7 @@ static ucs_status_t uct_rc_share_conn_bufs_alloc(uct_rc_share_iface_t *iface)
 
     ci->rx_bufs      = ci->bufs.address;
     ci->tx_buf       = UCS_PTR_BYTE_OFFSET(ci->rx_bufs, rx_size);
+    ci->spill        = UCS_PTR_BYTE_OFFSET(ci->tx_buf, tx_size);
     ci->tx_available = UCT_RC_SHARE_CONN_TX_COUNT;
     return UCS_OK;
 }
@@ -1901,6 +2298,10 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
     UCS_STATIC_ASSERT(UCT_RC_SHARE_GRH_LEN + sizeof(uct_rc_share_conn_msg_t) <=
                       UCT_RC_SHARE_CONN_BUF_SIZE);
     UCS_STATIC_ASSERT(UCT_RC_SHARE_CONN_STABLE_LEN == 48);
+    /* A receive holds a GRH and the largest UD payload of any port */
+    UCS_STATIC_ASSERT(UCT_RC_SHARE_CONN_BUF_SIZE +
+                      UCT_RC_SHARE_CONN_SPILL_SIZE >=
+                      UCT_RC_SHARE_GRH_LEN + 4096);
     /* The wr_id's owner is the connection and its send half alike */
     UCS_STATIC_ASSERT(ucs_offsetof(uct_rc_share_conn_t, tx) == 0);
 
@@ -1914,11 +2315,19 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
     ci->drain_rx     = drain_rx;
     ci->main_prog_id = UCS_CALLBACKQ_ID_NULL;
     ci->timer_id     = -1;
+    ci->grants_available = uct_rc_share_conn_grant_reserve(
+            iface->config.max_conns);
+    /* Tests only (test/guest/conn_stranger.sh): without the spill area an
+     * oversized packet puts the UD QP in error, as before version 4, and
+     * the recovery must bring it back */
+    ci->rx_sge = (getenv("IBSHARE_TEST_UD_NO_SPILL") != NULL) ? 1 : 2;
     kh_init_inplace(uct_rc_share_conns, &ci->conns);
     kh_init_inplace(uct_rc_share_qpns, &ci->qpns);
     kh_init_inplace(uct_rc_share_peers, &ci->peers);
+    kh_init_inplace(uct_rc_share_ended, &ci->ended);
     ucs_list_head_init(&ci->timed);
     ucs_list_head_init(&ci->main);
+    ucs_list_head_init(&ci->superseded);
     ucs_list_head_init(&iface->grants_owed);
     ucs_list_head_init(&ci->retired);
 
@@ -1957,7 +2366,7 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
 
     status = uct_rc_share_ud_qp_create(iface, ci->cq, UCT_RC_SHARE_CONN_QKEY,
                                        UCT_RC_SHARE_CONN_TX_COUNT,
-                                       UCT_RC_SHARE_CONN_RX_COUNT, &ci->qp);
+                                       UCT_RC_SHARE_CONN_RX_COUNT, 2, &ci->qp);
     if (status != UCS_OK) {
         return status;
     }
@@ -1991,6 +2400,11 @@ void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
             break;
         });
     }
+    while (!ucs_list_is_empty(&ci->superseded)) {
+        uct_rc_share_conn_destroy(ucs_list_head(&ci->superseded,
+                                                uct_rc_share_conn_t,
+                                                superseded_list));
+    }
 
     if (ci->qp != NULL) {
         uct_rc_share_qp_destroy(iface, ci->qp);
@@ -2008,6 +2422,8 @@ void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
     kh_destroy_inplace(uct_rc_share_conns, &ci->conns);
     kh_destroy_inplace(uct_rc_share_qpns, &ci->qpns);
     kh_destroy_inplace(uct_rc_share_peers, &ci->peers);
+    kh_destroy_inplace(uct_rc_share_ended, &ci->ended);
+    ucs_free(ci->ended_ring);
     ucs_free(ci);
     iface->conn = NULL;
 }

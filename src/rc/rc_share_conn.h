@@ -39,13 +39,16 @@
 
 #define UCT_RC_SHARE_CONN_MAGIC    0x48535243u /* "RCSH" */
 /*
- * 3: connections shared by both directions, numbered per pair of ifaces;
- * secrets; REJ. 2: the liveness check. Peers of different versions do not
- * talk: a request of another version is dropped with an error that names
- * both (and from version 3 on, refused with REJ(VERSION): the first 48
- * bytes of a message keep their meaning in every later version).
+ * 4: every message names the sender's UD QP and port address, which must
+ * be where it came from; a peer is its whole address (id, secret, UD QP,
+ * port), not the id it claims. 3: connections shared by both directions,
+ * numbered per pair of ifaces; secrets; REJ. 2: the liveness check. Peers
+ * of different versions do not talk: a request of another version is
+ * dropped with an error that names both (and from version 3 on, refused
+ * with REJ(VERSION): the first 48 bytes of a message keep their meaning in
+ * every later version).
  */
-#define UCT_RC_SHARE_CONN_VERSION  3
+#define UCT_RC_SHARE_CONN_VERSION  4
 
 
 typedef enum {
@@ -97,6 +100,11 @@ typedef struct UCS_S_PACKED uct_rc_share_conn_msg {
                                                 QP, as the sender knows it */
     uint32_t                   check_sn;     /* CHECK, CHECK_REP */
     uint8_t                    mtu;          /* the sender's port MTU */
+    /* Version 4: where the message comes from, as the receiver's work
+     * completion must show it */
+    uint32_t                   src_ud_qpn;   /* the sender's UD QP */
+    uint16_t                   src_lid;      /* InfiniBand: its port's LID */
+    union ibv_gid              src_gid;      /* RoCE: its GID */
 } uct_rc_share_conn_msg_t;
 
 
@@ -122,6 +130,8 @@ typedef struct uct_rc_share_conn_tx {
     uct_rc_share_txq_t                  txq;      /* main thread */
     void                                *owner;
     const uct_rc_share_conn_owner_ops_t *owner_ops;
+    uint64_t                            grant_sn; /* the WR of the grant in
+                                                     flight, 0: none */
 } uct_rc_share_conn_tx_t;
 
 
@@ -194,6 +204,10 @@ void uct_rc_share_conn_check(uct_rc_share_conn_t *conn);
 int uct_rc_share_conn_tx_failed(uct_rc_share_conn_t *conn, uint16_t sn,
                                 enum ibv_wc_status wc_status);
 
+/* (the grant in flight on a connection is done: its CQ entry goes back to
+ * the grants' reserve) */
+void uct_rc_share_conn_grant_done(uct_rc_share_conn_tx_t *tx);
+
 /* (a completion of a connection whose owner is gone, likewise) */
 void uct_rc_share_conn_tx_orphan(uct_rc_share_conn_t *conn);
 
@@ -226,6 +240,11 @@ uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
                     (uct_rc_share_conn_t*)tx, sn, wc[i].status);
         }
 
+        if (ucs_unlikely(tx->grant_sn != 0) &&
+            (tx->txq.completed >= tx->grant_sn)) {
+            uct_rc_share_conn_grant_done(tx);
+        }
+
         /* (a completion callback may have closed the owner's endpoint;
          * a newly failed one hears of it after the batch) */
         if (ucs_unlikely(tx->owner == NULL)) {
@@ -243,8 +262,15 @@ uct_rc_share_conn_tx_complete(const struct ibv_wc *wc, int n,
 /* Tells the owner of a connection that failed in a batch, after it */
 void uct_rc_share_conn_report_failure(uct_rc_share_conn_t *conn);
 
-/* Grants that waited for room in their QP's send queue (main thread) */
+/* Grants that waited: for the one in flight on their connection (one at
+ * a time: it restores the whole window, whatever asked for it
+ * meanwhile), for room in their QP's send queue, or for an entry of the
+ * grants' reserve (main thread) */
 void uct_rc_share_conn_grants_progress(uct_rc_share_iface_t *iface);
+
+/* How many send CQ entries the grants have of their own, beyond TX_CQ_LEN:
+ * as many as connections, up to a bound */
+unsigned uct_rc_share_conn_grant_reserve(unsigned max_conns);
 
 /*
  * The flow-control flags of a message received on QP qp_num (main

@@ -685,6 +685,12 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_rc_share_ep_cancel(ep);
+    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        /* Requests wait in the pending queue: the flush waits behind them
+         * (UCP adds it there), else it would complete before they are
+         * even posted (UCP's get with UCX_PROTO_ENABLE=y and ep flush saw
+         * its data before the reads had run) */
+        return UCS_ERR_NO_RESOURCE;
     }
 
     if (uct_rc_share_ep_tx_idle(ep)) {
@@ -744,8 +750,11 @@ ucs_status_t uct_rc_share_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     uct_rc_share_ep_t *ep       = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
 
+    /* Busy only with nothing queued before it: a flush refused because
+     * requests are pending (uct_rc_share_ep_flush) queues behind them */
     if ((uct_rc_share_ep_check_tx(ep) == UCS_OK) &&
-        !iface->tx.desc_starved && (*ep->fc_wnd > 0)) {
+        !iface->tx.desc_starved && (*ep->fc_wnd > 0) &&
+        ucs_arbiter_group_is_empty(&ep->arb_group)) {
         return UCS_ERR_BUSY;
     }
 

@@ -585,6 +585,15 @@ uct_rc_share_iface_poll_rx(uct_rc_share_iface_t *iface)
 
         payload = UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_payload_offset);
         am_id   = imm & UCT_RC_SHARE_IMM_AM_MASK;
+        if (ucs_unlikely(iface->super.am[am_id].cb == iface->am_stub)) {
+            /* UCX's stub would log three lines a message: a peer that
+             * sends ids nobody handles must not flood the log */
+            uct_rc_share_iface_rx_drop(iface, &wc[i],
+                                       "no handler for its active message "
+                                       "id");
+            ucs_mpool_put_inline(desc);
+            continue;
+        }
         iface->counters.rx_ops++;
         iface->counters.rx_bytes += wc[i].byte_len;
         uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
@@ -751,8 +760,11 @@ static ucs_status_t uct_rc_share_iface_flush(uct_iface_h tl_iface,
     }
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        /* Not done: each ep with WRs in flight gets a completion coming */
-        if (!uct_rc_share_ep_tx_idle(ep)) {
+        /* Not done: each ep with WRs in flight gets a completion coming;
+         * requests still pending are not issued yet (as rc's iface flush,
+         * which counts an ep's NO_RESOURCE as in progress) */
+        if (!ucs_arbiter_group_is_empty(&ep->arb_group) ||
+            !uct_rc_share_ep_tx_idle(ep)) {
             status = UCS_INPROGRESS;
         }
     }
@@ -793,7 +805,12 @@ static ucs_status_t uct_rc_share_iface_create_queues(
         return UCS_ERR_IO_ERROR;
     }
 
-    iface->send_cq = uct_rc_share_cq_create(iface, config->tx_cq_len,
+    /* Beyond TX_CQ_LEN, the grants' own entries: what peers that post no
+     * receive buffers hold (a grant to them never completes) is never the
+     * data path's */
+    iface->send_cq = uct_rc_share_cq_create(iface, config->tx_cq_len +
+                                            uct_rc_share_conn_grant_reserve(
+                                                    config->max_conns),
                                             iface->comp_channel);
     iface->recv_cq = uct_rc_share_cq_create(iface, config->rx_queue_len,
                                             iface->comp_channel);
@@ -1111,10 +1128,11 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
                               params, tl_config
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_RC_SHARE_TL_NAME));
-
     /* Classes are not zeroed: start every field of ours from zero */
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
+    /* Before anyone sets a handler, every id has UCX's stub */
+    self->am_stub      = self->super.am[0].cb;
     self->md           = md;
     self->id           = ucs_generate_uuid((uintptr_t)self);
     self->release_desc.cb = uct_rc_share_iface_release_desc;

@@ -172,17 +172,18 @@ struct ibv_ah *uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
     return ah;
 }
 
-ucs_status_t uct_rc_share_ah_from_wc(uct_rc_share_iface_t *iface,
-                                     struct ibv_wc *wc, struct ibv_grh *grh,
-                                     struct ibv_ah **ah_p,
-                                     uct_rc_share_device_addr_t *dev_p)
+ucs_status_t uct_rc_share_wc_source(uct_rc_share_iface_t *iface,
+                                    const struct ibv_wc *wc,
+                                    const struct ibv_grh *grh,
+                                    struct ibv_ah_attr *ah_attr,
+                                    uct_rc_share_device_addr_t *dev_p)
 {
-    struct ibv_ah_attr ah_attr;
     int ret;
 
     /* Reads the GRH as RoCE v1, v2 over IPv4 or IPv6, or IB puts it */
-    ret = ibv_init_ah_from_wc(iface->md->context, iface->port_num, wc, grh,
-                              &ah_attr);
+    ret = ibv_init_ah_from_wc(iface->md->context, iface->port_num,
+                              (struct ibv_wc*)wc, (struct ibv_grh*)grh,
+                              ah_attr);
     if (ret != 0) {
         ucs_diag("%s:%d: ibv_init_ah_from_wc() failed: %s",
                  uct_rc_share_dev_name(iface), iface->port_num,
@@ -193,22 +194,28 @@ ucs_status_t uct_rc_share_ah_from_wc(uct_rc_share_iface_t *iface,
     memset(dev_p, 0, sizeof(*dev_p));
     dev_p->flags = (iface->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET) ?
                    UCT_RC_SHARE_ADDR_FLAG_ETH : 0;
-    dev_p->lid   = ah_attr.dlid;
-    if (ah_attr.is_global) {
-        dev_p->gid = ah_attr.grh.dgid;
+    dev_p->lid   = ah_attr->dlid;
+    if (ah_attr->is_global) {
+        dev_p->gid = ah_attr->grh.dgid;
     } else {
         /* Our subnet, which routes by LID */
         dev_p->gid.global.subnet_prefix = iface->gid.global.subnet_prefix;
     }
+    return UCS_OK;
+}
 
-    *ah_p = ibv_create_ah(iface->md->pd, &ah_attr);
-    if (*ah_p == NULL) {
+struct ibv_ah *uct_rc_share_ah_from_attr(uct_rc_share_iface_t *iface,
+                                         struct ibv_ah_attr *ah_attr)
+{
+    struct ibv_ah *ah = ibv_create_ah(iface->md->pd, ah_attr);
+
+    if (ah == NULL) {
         ucs_error("%s:%d: ibv_create_ah(from a work completion) failed: %m",
                   uct_rc_share_dev_name(iface), iface->port_num);
-        return UCS_ERR_NO_RESOURCE;
+        return NULL;
     }
-    uct_rc_share_ah_track(iface, *ah_p);
-    return UCS_OK;
+    uct_rc_share_ah_track(iface, ah);
+    return ah;
 }
 
 void uct_rc_share_qp_init_attr(const uct_rc_share_iface_t *iface,
@@ -318,31 +325,12 @@ void uct_rc_share_qp_set_error(struct ibv_qp *qp)
     (void)ibv_modify_qp(qp, &attr, IBV_QP_STATE);
 }
 
-ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
-                                       struct ibv_cq *cq, uint32_t qkey,
-                                       unsigned tx_count, unsigned rx_count,
-                                       struct ibv_qp **qp_p)
+/* RESET -> INIT -> RTR -> RTS of a UD QP */
+static int uct_rc_share_ud_qp_up(uct_rc_share_iface_t *iface,
+                                 struct ibv_qp *qp, uint32_t qkey)
 {
-    struct ibv_qp_init_attr init_attr;
     struct ibv_qp_attr attr;
-    struct ibv_qp *qp;
     int ret;
-
-    memset(&init_attr, 0, sizeof(init_attr));
-    init_attr.qp_type          = IBV_QPT_UD;
-    init_attr.send_cq          = cq;
-    init_attr.recv_cq          = cq;
-    init_attr.cap.max_send_wr  = tx_count;
-    init_attr.cap.max_recv_wr  = rx_count;
-    init_attr.cap.max_send_sge = 1;
-    init_attr.cap.max_recv_sge = 1;
-
-    qp = uct_rc_share_qp_new(iface, &init_attr);
-    if (qp == NULL) {
-        ucs_error("%s: ibv_create_qp(UD) failed: %m",
-                  uct_rc_share_dev_name(iface));
-        return UCS_ERR_NO_RESOURCE;
-    }
 
     memset(&attr, 0, sizeof(attr));
     attr.qp_state   = IBV_QPS_INIT;
@@ -360,6 +348,35 @@ ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
         attr.sq_psn   = uct_rc_share_psn_generate();
         ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
     }
+    return ret;
+}
+
+ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
+                                       struct ibv_cq *cq, uint32_t qkey,
+                                       unsigned tx_count, unsigned rx_count,
+                                       unsigned rx_sge, struct ibv_qp **qp_p)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp *qp;
+    int ret;
+
+    memset(&init_attr, 0, sizeof(init_attr));
+    init_attr.qp_type          = IBV_QPT_UD;
+    init_attr.send_cq          = cq;
+    init_attr.recv_cq          = cq;
+    init_attr.cap.max_send_wr  = tx_count;
+    init_attr.cap.max_recv_wr  = rx_count;
+    init_attr.cap.max_send_sge = 1;
+    init_attr.cap.max_recv_sge = rx_sge;
+
+    qp = uct_rc_share_qp_new(iface, &init_attr);
+    if (qp == NULL) {
+        ucs_error("%s: ibv_create_qp(UD) failed: %m",
+                  uct_rc_share_dev_name(iface));
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    ret = uct_rc_share_ud_qp_up(iface, qp, qkey);
     if (ret != 0) {
         ucs_error("%s: ibv_modify_qp(UD) failed: %s",
                   uct_rc_share_dev_name(iface), strerror(ret));
@@ -369,4 +386,35 @@ ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
 
     *qp_p = qp;
     return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_ud_qp_reset(uct_rc_share_iface_t *iface,
+                                      struct ibv_qp *qp, uint32_t qkey)
+{
+    struct ibv_qp_attr attr;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RESET;
+    ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+    if (ret == 0) {
+        ret = uct_rc_share_ud_qp_up(iface, qp, qkey);
+    }
+    if (ret != 0) {
+        ucs_error("%s: ibv_modify_qp(UD QP 0x%x, RESET -> RTS) failed: %s",
+                  uct_rc_share_dev_name(iface), qp->qp_num, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+int uct_rc_share_qp_state(struct ibv_qp *qp)
+{
+    struct ibv_qp_init_attr init_attr;
+    struct ibv_qp_attr attr;
+
+    if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init_attr) != 0) {
+        return -1;
+    }
+    return attr.qp_state;
 }

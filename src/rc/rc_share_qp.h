@@ -57,11 +57,20 @@ void uct_rc_share_ah_destroy(uct_rc_share_iface_t *iface, struct ibv_ah *ah);
  * flushed */
 void uct_rc_share_qp_set_error(struct ibv_qp *qp);
 
-/* The handshake's UD QP on cq, ready to send and receive */
+/* The handshake's UD QP on cq, ready to send and receive (rx_sge scatter
+ * entries per receive) */
 ucs_status_t uct_rc_share_ud_qp_create(uct_rc_share_iface_t *iface,
                                        struct ibv_cq *cq, uint32_t qkey,
                                        unsigned tx_count, unsigned rx_count,
-                                       struct ibv_qp **qp_p);
+                                       unsigned rx_sge, struct ibv_qp **qp_p);
+
+/* A UD QP back to RTS through RESET, keeping its number (which is in the
+ * iface address); its work requests are gone */
+ucs_status_t uct_rc_share_ud_qp_reset(uct_rc_share_iface_t *iface,
+                                      struct ibv_qp *qp, uint32_t qkey);
+
+/* The QP's state (enum ibv_qp_state), -1 if it cannot be queried */
+int uct_rc_share_qp_state(struct ibv_qp *qp);
 
 /* An address handle to the port at dev (an iface address from UCP) */
 struct ibv_ah *uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
@@ -69,12 +78,18 @@ struct ibv_ah *uct_rc_share_ah_create(uct_rc_share_iface_t *iface,
 
 /*
  * The source of a received UD packet (its work completion and the GRH that
- * precedes it), which replies go to whatever the message claims: an
- * address handle to it, and its address as an RC QP's path.
+ * precedes it), where replies go whatever the message claims: the
+ * attributes of an address handle to it, and its address as an RC QP's
+ * path. No object is made.
  */
-ucs_status_t uct_rc_share_ah_from_wc(uct_rc_share_iface_t *iface,
-                                     struct ibv_wc *wc, struct ibv_grh *grh,
-                                     struct ibv_ah **ah_p,
-                                     uct_rc_share_device_addr_t *dev_p);
+ucs_status_t uct_rc_share_wc_source(uct_rc_share_iface_t *iface,
+                                    const struct ibv_wc *wc,
+                                    const struct ibv_grh *grh,
+                                    struct ibv_ah_attr *ah_attr,
+                                    uct_rc_share_device_addr_t *dev_p);
+
+/* An address handle of those attributes, recorded */
+struct ibv_ah *uct_rc_share_ah_from_attr(uct_rc_share_iface_t *iface,
+                                         struct ibv_ah_attr *ah_attr);
 
 #endif

@@ -11,11 +11,12 @@
  *       stranger): answers every ping (AM 1, which carries the pinger's
  *       addresses) with a pong (AM 2) on an endpoint back to the pinger,
  *       counts sink messages (AM 3), until SECONDS pass or SIGTERM.
- *   conn_check DEVICE ping FILE COUNT [HOLD_S [MY_FILE]]
+ *   conn_check DEVICE ping FILE COUNT [HOLD_S [MY_FILE [WAIT_S]]]
  *       COUNT ping-pongs with the target of FILE; with HOLD_S, one more
  *       every 0.2 s for HOLD_S seconds (its own addresses in MY_FILE, for
- *       the stranger). Exits 0 if every pong came and the endpoint never
- *       failed; else prints the endpoint's error.
+ *       the stranger, which has WAIT_S seconds before the endpoint is
+ *       made). Exits 0 if every pong came and the endpoint never failed;
+ *       else prints the endpoint's error.
  *   conn_check DEVICE kill FILE BATCHES SIZE
  *       BATCHES times, SIZE requesters forked at once (forking saves each
  *       the start of a process in the emulated guest), each with an
@@ -422,7 +423,7 @@ static void pinger_open(node_t *node)
 }
 
 static int ping(const char *path, unsigned count, double hold,
-                const char *my_path)
+                const char *my_path, double wait)
 {
     unsigned i, ok = 0, tries = 0;
     double end;
@@ -435,6 +436,10 @@ static int ping(const char *path, unsigned count, double hold,
     pinger_open(&node);
     if (my_path != NULL) {
         addr_write(my_path, &node.addr);
+    }
+    end = now() + wait;
+    while (now() < end) {
+        uct_worker_progress(node.worker);
     }
     ep = ep_create(&node, &addr);
     if (ep == NULL) {
@@ -1087,9 +1092,10 @@ int main(int argc, char **argv)
     md_open_dev();
     if (!strcmp(mode, "target") && (argc == 5)) {
         ret = target(argv[3], atof(argv[4]));
-    } else if (!strcmp(mode, "ping") && (argc >= 5) && (argc <= 7)) {
+    } else if (!strcmp(mode, "ping") && (argc >= 5) && (argc <= 8)) {
         ret = ping(argv[3], atoi(argv[4]), (argc >= 6) ? atof(argv[5]) : 0,
-                   (argc == 7) ? argv[6] : NULL);
+                   (argc >= 7) ? argv[6] : NULL,
+                   (argc == 8) ? atof(argv[7]) : 0);
     } else if (!strcmp(mode, "churn") && (argc == 6)) {
         ret = churn(argv[3], atoi(argv[4]), atoi(argv[5]));
     } else if (!strcmp(mode, "burst") && (argc == 5)) {

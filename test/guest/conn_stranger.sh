@@ -34,6 +34,14 @@
 #     with timeouts: a receive without a buffer is dropped;
 #   - with UCX_RC_SHARE_MAX_CONNS=4, let 4 of 8 pingers connect and refuse
 #     the others, whose endpoints fail naming the variable.
+# Issue 41 (protocol version 4): UD packets of every length up to the MTU
+# leave the handshake QP in RTS (before, one longer than 128 bytes put it
+# in error for good), and a QP in error is reset; 2,000 requests of other
+# versions log one error a version and then a line a second; 17
+# connections that never take their grants do not stop the target from
+# serving a new pinger; connections made in another's name (its id and
+# secret, from the forger's QP) carry nothing of its and fail nothing of
+# its; a request sent again after its connection ended makes nothing.
 # Two ifaces that connect to each other at once 1,000 times (random delays)
 # make exactly one connection each per round (conn_check simul). Every
 # process is a member of one node group, which the target founds and
@@ -74,6 +82,8 @@ runs() {
     *)      rp_parts="strangers churn burst simul max fork iface_first"
             [ "${IBSHARE_TEST_LONG:-0}" != 1 ] || rp_parts="$rp_parts kill" ;;
     esac
+    # (IBSHARE_TEST_PARTS="burst churn": only those, to look at one)
+    rp_parts=${IBSHARE_TEST_PARTS:-$rp_parts}
     case " $rp_parts " in *" $1 "*) return 0 ;; esac
     return 1
 }
@@ -211,7 +221,94 @@ part_strangers() {
     echo $? > "$out/ping1.rc"
     LD_PRELOAD= "$st" rxe0 version "$out/T.addr" > "$out/version.out" 2>&1
     echo $? > "$out/version.rc"
+    LD_PRELOAD= "$st" rxe0 versions "$out/T.addr" 2000 \
+        > "$out/versions.out" 2>&1
+    echo $? > "$out/versions.rc"
     mark inject_version
+    part_oversize
+    part_withhold
+    part_impersonate
+    part_replay
+}
+
+# ud_state PID: the state of PID's UD QPs (the handshake's), from rdma res
+ud_state() {
+    us_tids=$(ls "/proc/$1/task" 2>/dev/null | tr '\n' '|')
+    rdma res show qp 2>/dev/null | grep -E " pid (${us_tids%|}) " |
+        awk '/ type UD / { for (i = 1; i < NF; i++)
+                               if ($i == "state") print $(i + 1) }'
+}
+
+# Issue 41 item 1: UD packets of every length up to the MTU; the target's
+# handshake QP must stay in RTS and serve a new pinger. A target whose
+# receives have no room beyond the message (IBSHARE_TEST_UD_NO_SPILL, as
+# before) sees its QP go to error: it must notice and reset it
+part_oversize() {
+    LD_PRELOAD= "$st" rxe0 oversize "$out/T.addr" > "$out/oversize.out" 2>&1
+    echo $? > "$out/oversize.rc"
+    ud_state "$t" > "$out/oversize.ud"
+    "$cc" $dev ping "$out/T.addr" 3 > "$out/ping2.out" 2>&1
+    echo $? > "$out/ping2.rc"
+
+    start_target T3 IBSHARE_TEST_UD_NO_SPILL=1
+    t3=$(cat "$out/T3.pid")
+    LD_PRELOAD= "$st" rxe0 oversize "$out/T3.addr" > "$out/oversize3.out" 2>&1
+    echo $? > "$out/oversize3.rc"
+    ud_state "$t3" > "$out/oversize3.ud"
+    "$cc" $dev ping "$out/T3.addr" 3 > "$out/ping3.out" 2>&1
+    echo $? > "$out/ping3.rc"
+    kill -TERM "$t3"
+    wait "$t3"
+    echo $? > "$out/T3.rc"
+    mark oversize
+}
+
+# Item 3: 17 connections that never post a receive buffer ask for credits
+# 300 times each and stay; meanwhile a new pinger must be served
+part_withhold() {
+    LD_PRELOAD= "$st" rxe0 withhold "$out/T.addr" 17 300 30 \
+        > "$out/withhold.out" 2>&1 &
+    w=$!
+    i=0
+    while ! grep -q '^withhold: holding' "$out/withhold.out" &&
+          [ $i -lt 1200 ] && kill -0 $w 2>/dev/null
+    do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    "$cc" $dev ping "$out/T.addr" 2 > "$out/ping4.out" 2>&1
+    echo $? > "$out/ping4.rc"
+    wait $w
+    echo $? > "$out/withhold.rc"
+    mark withhold
+}
+
+# Item 2: S pings the target, but first a forger that has the target's
+# address makes connections to S as the target (its id and secret, from
+# the forger's own UD QP) and never answers S's checks on them. S holds
+# its endpoint beyond 2 x CHECK_TIMEOUT: every pong comes, no error
+part_impersonate() {
+    "$cc" $dev ping "$out/T.addr" 3 $((4 * check_timeout)) "$out/S.addr" 4 \
+        > "$out/S.out" 2>&1 &
+    sp=$!
+    i=0
+    while [ ! -f "$out/S.addr" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    LD_PRELOAD= "$st" rxe0 impersonate "$out/S.addr" "$out/T.addr" \
+        $((5 * check_timeout)) > "$out/impersonate.out" 2>&1
+    echo $? > "$out/impersonate.rc"
+    wait $sp
+    echo $? > "$out/S.rc"
+    mark impersonate
+}
+
+# Item 5: a connection's request sent again after it ended creates nothing
+part_replay() {
+    wait_qps "$t" $(($(cat "$out/base") + 6)) 60 "$out/replay.settled"
+    qps "$t" > "$out/replay.before"
+    LD_PRELOAD= "$st" rxe0 replay "$out/T.addr" > "$out/replay.out" 2>&1
+    echo $? > "$out/replay.rc"
+    qps "$t" > "$out/replay.after"
+    mark replay
 }
 
 # settle: until the strangers' connections went (the target holds its
@@ -219,7 +316,8 @@ part_strangers() {
 # count the target's QPs start from there
 settle() {
     held=0
-    runs strangers && held=3
+    # (pingers ping0, victim, ping1, ping2, ping4 and S)
+    runs strangers && held=6
     wait_qps "$t" $(($(cat "$out/base") + held)) 30 "$out/settled"
 }
 
@@ -397,11 +495,67 @@ check "the target lives and serves after them ($(got ping1.rc))" \
 check "the target counted and logged the messages it dropped" \
     grep -q 'dropped a message on QP' "$o/T.out"
 show version.out
-check "protocol versions: REJ(VERSION) for 4, nothing for 2" \
+check "protocol versions: REJ(VERSION) for 5 and 3, nothing for 2" \
     test "$(got version.rc)" = 0
-check "the target names both versions for version 4's and 2's requests" \
-    sh -c "grep -q 'protocol version 4 .*ours is 3' '$o/T.out' &&
-           grep -q 'protocol version 2 .*ours is 3' '$o/T.out'"
+check "the target names both versions for version 5's, 3's and 2's\
+ requests" \
+    sh -c "grep -q 'protocol version 5 .*ours is 4' '$o/T.out' &&
+           grep -q 'protocol version 3 .*ours is 4' '$o/T.out' &&
+           grep -q 'protocol version 2 .*ours is 4' '$o/T.out'"
+show versions.out
+secs=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' "$o/versions.out" 2>/dev/null)
+n=$(grep -c 'handshake message of protocol version' "$o/T.out")
+n_err=$(grep 'handshake message of protocol version' "$o/T.out" | grep -c ERROR)
+# Once each version at error level (5, 3, 2, 6), then at most a line a
+# second (before: 2,000 ERROR lines in 2.1 s)
+check "2,000 requests of versions 5 and 6 in turn (${secs:-?} s): $n lines\
+ about versions, $n_err at error level: one a version, then at most one a\
+ second" awk "BEGIN { exit !($(got versions.rc) == 0 && $n_err <= 4 &&
+                             $n <= 4 + ${secs:-0} + 2) }"
+n=$(grep -c 'no handler installed' "$o/T.out")
+check "active messages with an id nobody handles are dropped before UCX's\
+ stub, which warns for each ($n of its lines)" test "$n" -eq 0
+
+echo "--- UD packets of every length (item 1)"
+show oversize.out
+grep -h -E 'handshake.s UD QP|longer than any' "$o/T.out" "$o/T3.out" \
+    2>/dev/null | head -n 4 | sed 's/^/    /'
+check "packets of 0 to MTU bytes: the target still answers a request\
+ ($(got oversize.rc)), its UD QP in state $(got oversize.ud)" \
+    test "$(got oversize.rc)" = 0 -a "$(got oversize.ud)" = RTS
+check "and a new pinger is served after them ($(got ping2.rc))" \
+    test "$(got ping2.rc)" = 0
+n=$(grep -c "handshake's UD QP .* reset to RTS" "$o/T3.out")
+check "a target whose receives fit only a message: its UD QP went to error\
+ and it reset it ($n), answered a request after ($(got oversize3.rc)),\
+ state $(got oversize3.ud), served a new pinger ($(got ping3.rc)) and\
+ ended cleanly ($(got T3.rc))" sh -c "test $n -ge 1 &&
+    test '$(got oversize3.rc)' = 0 -a '$(got oversize3.ud)' = RTS &&
+    test '$(got ping3.rc)' = 0 -a '$(got T3.rc)' = 0"
+
+echo "--- credits withheld (item 3)"
+show withhold.out
+grep -E '^ping:' "$o/ping4.out" | sed 's/^/    /'
+check "17 connections that never take a grant, 300 requests for credits\
+ each ($(got withhold.rc)): a new pinger is served meanwhile\
+ ($(got ping4.rc))" \
+    test "$(got withhold.rc)" = 0 -a "$(got ping4.rc)" = 0
+
+echo "--- a forger with the target's id and secret (item 2)"
+show impersonate.out
+grep -E '^ping:' "$o/S.out" | sed 's/^/    /'
+check "connections the forger made to S in the target's name carried\
+ nothing of S's ($(got impersonate.rc))" test "$(got impersonate.rc)" = 0
+check "S's endpoint to the real target got every pong and no error past\
+ the forged connections' unanswered checks ($(got S.rc))" \
+    test "$(got S.rc)" = 0
+
+echo "--- a request sent again after its connection ended (item 5)"
+show replay.out
+check "the replayed request got no answer and made no QP ($(got\
+ replay.before) QPs before, $(got replay.after) after)" sh -c "
+    test '$(got replay.rc)' = 0 &&
+    test '$(got replay.before)' = '$(got replay.after)'"
 fi
 
 if runs kill; then

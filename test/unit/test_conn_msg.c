@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright (c) 2026, the ucx-ibshare developers */
 /**
- * The handshake message check (protocol version 3): every malformed
+ * The handshake message check (protocol version 4): every malformed
  * message is refused, every type with its results, the layout the other
  * side reads, and the stable prefix by which a message of another version
  * is told apart.
@@ -33,6 +33,7 @@ static uct_rc_share_conn_msg_t valid_msg(void)
     msg.mtu          = IBV_MTU_1024;
     msg.rc_qpn       = 0x12;
     msg.psn          = 0xabcdef;
+    msg.src_ud_qpn   = 0x11;
     return msg;
 }
 
@@ -80,7 +81,7 @@ static void test_valid(void **state)
  * first 48 bytes keep their meaning in every version from 3 on */
 static void test_layout(void **state)
 {
-    assert_int_equal(sizeof(uct_rc_share_conn_msg_t), 65);
+    assert_int_equal(sizeof(uct_rc_share_conn_msg_t), 87);
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, version), 4);
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, type), 5);
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, result), 6);
@@ -91,7 +92,10 @@ static void test_layout(void **state)
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, conn_sn), 40);
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, rc_qpn), 48);
     assert_int_equal(offsetof(uct_rc_share_conn_msg_t, mtu), 64);
-    assert_int_equal(UCT_RC_SHARE_CONN_VERSION, 3);
+    assert_int_equal(offsetof(uct_rc_share_conn_msg_t, src_ud_qpn), 65);
+    assert_int_equal(offsetof(uct_rc_share_conn_msg_t, src_lid), 69);
+    assert_int_equal(offsetof(uct_rc_share_conn_msg_t, src_gid), 71);
+    assert_int_equal(UCT_RC_SHARE_CONN_VERSION, 4);
 }
 
 static void test_length(void **state)
@@ -120,9 +124,13 @@ static void test_versions(void **state)
                      UCS_ERR_UNSUPPORTED);
     assert_int_equal(uct_rc_share_conn_msg_check(&msg, 48),
                      UCS_ERR_UNSUPPORTED);
-    /* Version 2's messages were 71 bytes: told apart, not truncated */
+    /* Version 2's messages were 71 bytes, version 3's 65: told apart, not
+     * truncated */
     msg = valid_msg(); msg.version = 2;
     assert_int_equal(uct_rc_share_conn_msg_check(&msg, sizeof(msg)),
+                     UCS_ERR_UNSUPPORTED);
+    msg = valid_msg(); msg.version = 3;
+    assert_int_equal(uct_rc_share_conn_msg_check(&msg, 65),
                      UCS_ERR_UNSUPPORTED);
     msg = valid_msg(); msg.version = 1;
     assert_int_equal(uct_rc_share_conn_msg_check(&msg, sizeof(msg)),
@@ -155,6 +163,9 @@ static void test_fields(void **state)
     assert_int_not_equal(uct_rc_share_conn_msg_check(&msg, sizeof(msg)),
                          UCS_OK);
     msg = valid_msg(); msg.dst_rc_qpn = 0xffffffff;
+    assert_int_not_equal(uct_rc_share_conn_msg_check(&msg, sizeof(msg)),
+                         UCS_OK);
+    msg = valid_msg(); msg.src_ud_qpn = 0x1000000;
     assert_int_not_equal(uct_rc_share_conn_msg_check(&msg, sizeof(msg)),
                          UCS_OK);
     msg = valid_msg(); msg.flags = 0x4;
