@@ -177,6 +177,38 @@ mpi_prog() {
     check "${prog##*/} is built ($mp_cc), newer than its source" test $? -eq 0
 }
 
+# source_files: the files of the source tree, a path relative to
+# IBSHARE_SRCDIR a line: git's list where IBSHARE_SRCDIR is the top of a git
+# work tree, else the release tarball's own list (MANIFEST, written by make
+# dist; Makefile.am). A tarball unpacked inside another work tree (make
+# distcheck's, in the build directory) is no checkout of its own: git's
+# list there is the other tree's. Fails, saying why, in a tree that is
+# neither and where the list names a file the tree does not hold: a test
+# that goes over the tree must not pass on an empty list.
+source_files() {
+    sf_top=$(cd "$IBSHARE_SRCDIR" && pwd -P) || return 1
+    sf_git=$(git -C "$sf_top" rev-parse --show-toplevel 2>/dev/null) || sf_git=
+    if [ -n "$sf_git" ] && [ "$(cd "$sf_git" && pwd -P)" = "$sf_top" ]; then
+        git -C "$sf_top" ls-files
+        return
+    fi
+    if [ ! -f "$sf_top/MANIFEST" ]; then
+        echo "$test_name: $IBSHARE_SRCDIR is neither the top of a git work" \
+             "tree (git${sf_git:+: inside $sf_git}) nor a release tarball" \
+             "(no MANIFEST): no list of its files" >&2
+        return 1
+    fi
+    sf_missing=0
+    while read -r sf_f; do
+        [ -e "$sf_top/$sf_f" ] || [ -L "$sf_top/$sf_f" ] || {
+            echo "$test_name: MANIFEST lists $sf_f, not in the tree" >&2
+            sf_missing=1
+        }
+    done < "$sf_top/MANIFEST"
+    cat "$sf_top/MANIFEST"
+    return $sf_missing
+}
+
 # A private directory for the test's files. Host tests take a short one in
 # $TMPDIR: the node group's unix socket lives below it, and a sun_path holds
 # 107 bytes, which a deep build tree (make distcheck's <package>/_build/sub)

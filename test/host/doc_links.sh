@@ -61,12 +61,12 @@ for page in pages:
 EOF
 }
 
-if git -C "$IBSHARE_SRCDIR" rev-parse --is-inside-work-tree \
-        > /dev/null 2>&1; then
-    git -C "$IBSHARE_SRCDIR" ls-files '*.md'
-else
-    (cd "$IBSHARE_SRCDIR" && find . -name '*.md' | sed 's|^\./||')
-fi | grep -v '^contrib/vendor/' | sort > "$tmpdir/pages"
+# The pages: the tree's (git's list, or in a release tarball its MANIFEST:
+# test/lib.sh's source_files)
+source_files > "$tmpdir/list"
+check "the tree lists its files (git's list or the tarball's MANIFEST)" \
+      test $? -eq 0
+grep '\.md$' "$tmpdir/list" | grep -v '^contrib/vendor/' | sort > "$tmpdir/pages"
 # shellcheck disable=SC2046  # (the pages' names have no blanks)
 links "$IBSHARE_SRCDIR" $(cat "$tmpdir/pages") > "$tmpdir/broken"
 n=$(grep -c . "$tmpdir/pages")

@@ -19,8 +19,14 @@ src_graph() {
         --cppflags "-I$1 $IBSHARE_CPPFLAGS" --src "$@"
 }
 
-src_graph "$IBSHARE_SRCDIR/src" --objs "$IBSHARE_BUILDDIR/src" --print \
-    > "$tmpdir/tree" 2>&1
+# The tree's files of src/ (test/lib.sh's source_files: git's list or the
+# tarball's MANIFEST), not what a build in the source tree adds there
+source_files > "$tmpdir/list"
+check "the tree lists its files (git's list or the tarball's MANIFEST)" \
+      test $? -eq 0
+sed -n 's|^src/\(.*\.[ch]\)$|\1|p' "$tmpdir/list" > "$tmpdir/src_files"
+src_graph "$IBSHARE_SRCDIR/src" --files "$tmpdir/src_files" \
+    --objs "$IBSHARE_BUILDDIR/src" --print > "$tmpdir/tree" 2>&1
 status=$?
 grep -v ' -> ' "$tmpdir/tree"
 check "src/ keeps its layers and has no loop" test $status -eq 0
@@ -30,7 +36,7 @@ check "the graph holds the calls between objects" grep -qx \
 check "... and the includes" grep -qx \
     'rc/rc_share_ep.c -> md/ibshare_md.h (includes)' "$tmpdir/tree"
 edges=$(sed -n 's/.* units, \([0-9]*\) edges.*/\1/p' "$tmpdir/tree")
-files=$(find "$IBSHARE_SRCDIR/src" -name '*.[ch]' | wc -l)
+files=$(grep -c . "$tmpdir/src_files")
 check "every file of src/ is in the graph ($files files, $edges edges)" \
     grep -q "^$files files, $files units" "$tmpdir/tree"
 
@@ -38,7 +44,7 @@ check "every file of src/ is in the graph ($files files, $edges edges)" \
 cp -R "$IBSHARE_SRCDIR/src" "$tmpdir/up"
 sed -i 's|^#include "ibshare_node_int.h"$|&\n#include "md/ibshare_md.h"|' \
     "$tmpdir/up/node/ibshare_node_fault.c"
-src_graph "$tmpdir/up" > "$tmpdir/up.out" 2>&1
+src_graph "$tmpdir/up" --files "$tmpdir/src_files" > "$tmpdir/up.out" 2>&1
 status=$?
 cat "$tmpdir/up.out"
 check "an include upward fails the check" test $status -eq 1

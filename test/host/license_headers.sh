@@ -5,14 +5,15 @@
 # copyright in its first five lines: "SPDX-License-Identifier: BSD-3-Clause"
 # (LICENSE) and "Copyright (c) <year>, the ucx-ibshare developers", as
 # UCX's and rdma-core's files do (issue 24). The files: git's list of the
-# tree (in a release tarball, the files under the source directories),
+# tree (in a release tarball, its MANIFEST: test/lib.sh's source_files),
 # less what is not code of ours: documentation (*.md, doc/), LICENSE,
 # debian/'s packaging data (debian/rules is checked), upstream sources and
 # patches to them (contrib/vendor, *.patch), data (test/gtest's lists,
 # .gitignore), and the test bed's files whose whole text is a cache key
 # (the guest's kernel image, the import provider: a header
 # would rebuild them on every machine; they take theirs with their next
-# change). A header that a later edit pushes down or breaks fails here.
+# change), and what make dist adds (autotools' output, MANIFEST). A header
+# that a later edit pushes down or breaks fails here.
 . "${IBSHARE_SRCDIR:?}/test/lib.sh"
 
 spdx='SPDX-License-Identifier: BSD-3-Clause'
@@ -23,23 +24,15 @@ copyright='Copyright (c) [0-9]\{4\}\(-[0-9]\{4\}\)\{0,1\}, the ucx-ibshare devel
 cache_keyed='contrib/vm/build-rxe-import contrib/vm/init contrib/vm/mkinitramfs
 contrib/vm/extract-vmlinux contrib/vm/rexec.c'
 
-list_files() {
-    if git -C "$IBSHARE_SRCDIR" rev-parse --is-inside-work-tree \
-            > /dev/null 2>&1; then
-        git -C "$IBSHARE_SRCDIR" ls-files
-    else
-        (cd "$IBSHARE_SRCDIR" &&
-         find src test contrib tools .ci -type f; echo configure.ac;
-         echo Makefile.am; ls m4/ibshare_*.m4; echo debian/rules)
-    fi
-}
-
 # checked FILE: whether FILE is code of ours (the head comment)
 checked() {
     case $1 in
     debian/rules) return 0 ;;
     *.md|doc/*|LICENSE|debian/*|contrib/vendor/*|*.patch|.gitignore|\
     test/gtest/rc_verbs.pass|m4/.keep) return 1 ;;
+    # make dist's own (the tarball's, not git's: .gitignore lists them)
+    MANIFEST|configure|Makefile.in|aclocal.m4|config.h.in|config/*|\
+    m4/libtool.m4|m4/lt*.m4) return 1 ;;
     esac
     for keyed in $cache_keyed; do
         [ "$1" != "$keyed" ] || return 1
@@ -47,7 +40,10 @@ checked() {
     return 0
 }
 
-list_files | sort -u > "$tmpdir/all"
+source_files > "$tmpdir/list"
+check "the tree lists its files (git's list or the tarball's MANIFEST)" \
+      test $? -eq 0
+sort -u "$tmpdir/list" > "$tmpdir/all"
 : > "$tmpdir/checked"
 : > "$tmpdir/missing"
 while read -r f; do

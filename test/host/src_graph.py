@@ -15,7 +15,12 @@ a header is not its source file (everyone includes the interface of a file
 whose code calls back into theirs, which is no loop).
 
   src_graph.py --src DIR --cc CC [--cppflags FLAGS] [--objs DIR]
-      [--layers a,b,c] [--print]
+      [--files LIST] [--layers a,b,c] [--print]
+
+--files: the files of the graph, a path relative to DIR a line (the
+tree's list: a build in the source tree adds configure's headers to DIR,
+which are no file of the tree, as in a build directory); default: every
+.c and .h under DIR.
 
 Exits 0 if both rules hold, 1 (naming each breach) if not, 2 on bad input.
 """
@@ -50,9 +55,10 @@ def sources(src):
 
 
 def include_edges(src, cc, cppflags, files):
-    """(from unit, to unit) for every header -MM names under src"""
+    """(from unit, to unit) for every header of files -MM names"""
     edges = set()
     src_abs = os.path.realpath(src)
+    known = set(files)
     for rel in files:
         cmd = [*shlex.split(cc), *shlex.split(cppflags), '-MM', '-MG']
         if rel.endswith('.h'):
@@ -68,6 +74,8 @@ def include_edges(src, cc, cppflags, files):
             if not dep_abs.startswith(src_abs + os.sep):
                 continue    # UCX's, the system's, or generated in builddir
             to = os.path.relpath(dep_abs, src_abs)
+            if to not in known:
+                continue    # generated in the source tree (--files)
             frm = rel
             if to != frm:
                 edges.add((frm, to, 'includes'))
@@ -149,6 +157,7 @@ def main():
     parser.add_argument('--cc', required=True)
     parser.add_argument('--cppflags', default='')
     parser.add_argument('--objs')
+    parser.add_argument('--files')
     parser.add_argument('--layers', default=','.join(DEFAULT_LAYERS))
     parser.add_argument('--print', action='store_true')
     args = parser.parse_args()
@@ -156,7 +165,16 @@ def main():
     if not os.path.isdir(args.src):
         fail_input('no source directory ' + args.src)
 
-    files = sources(args.src)
+    if args.files:
+        with open(args.files, encoding='utf-8') as f:
+            files = sorted({line.strip() for line in f if line.strip()})
+        missing = [rel for rel in files
+                   if not os.path.isfile(os.path.join(args.src, rel))]
+        if not files or missing:
+            fail_input('--files %s: %s' % (args.files, 'no files' if not files
+                       else 'not in %s: %s' % (args.src, ' '.join(missing))))
+    else:
+        files = sources(args.src)
     known = set(files)
     edges = include_edges(args.src, args.cc, args.cppflags, files)
     if args.objs:
