@@ -60,6 +60,8 @@
 #define UCT_RC_SHARE_CONN_ENDED_MAX 4096
 /* How often the timer asks whether the UD QP is still in RTS */
 #define UCT_RC_SHARE_CONN_QP_CHECK_SEC 1.0
+/* At most this long for the DISCs of a closing iface to go out */
+#define UCT_RC_SHARE_CONN_CLEANUP_DISC_SEC 2.0
 /* The send CQ entries of grants (uct_rc_share_conn_grant_reserve): 64 KiB
  * of CQ at most; past it, grants wait for one another, never for the data
  * path or it for them */
@@ -1754,8 +1756,14 @@ uct_rc_share_conn_fail_peers(uct_rc_share_iface_t *iface,
     uct_rc_share_conn_t *conn;
     unsigned count = 0;
 
+    /* Not those whose peer's half said DISC: the peer ended its use of
+     * them before it went, and our endpoint on one learns of the peer
+     * when it next sends or checks, as on UCX's rc_verbs. (A peer that
+     * closed cleanly with 1,000 connections, some of whose DISCs were
+     * lost, failed the endpoint of ours that it had said DISC for:
+     * conn_stranger's churn, about one run in three) */
     kh_foreach_value(&iface->conn->conns, conn, {
-        if ((conn->state != UCT_RC_SHARE_CONN_FAILED) &&
+        if ((conn->state != UCT_RC_SHARE_CONN_FAILED) && conn->peer_half &&
             (kh_get(uct_rc_share_peer_set, dead, conn->key.peer) !=
              kh_end(dead))) {
             uct_rc_share_conn_fail(conn, UCS_ERR_ENDPOINT_TIMEOUT);
@@ -2377,23 +2385,58 @@ ucs_status_t uct_rc_share_conn_iface_init(uct_rc_share_iface_t *iface,
     return UCS_OK;
 }
 
+/* The send completions of the UD CQ (the iface is going: its receives
+ * are of no interest any more) */
+static void uct_rc_share_conn_reap_sends(uct_rc_share_iface_t *iface)
+{
+    uct_rc_share_conn_iface_t *ci = iface->conn;
+    struct ibv_wc wc[16];
+    int i, n;
+
+    n = ibv_poll_cq(ci->cq, ucs_static_array_size(wc), wc);
+    for (i = 0; i < n; ++i) {
+        if (wc[i].wr_id == UCT_RC_SHARE_CONN_SEND_WR) {
+            ++ci->tx_available;
+            ++ci->tx_done;
+        }
+    }
+}
+
 void uct_rc_share_conn_iface_cleanup(uct_rc_share_iface_t *iface)
 {
     uct_rc_share_conn_iface_t *ci = iface->conn;
     uct_rc_share_conn_t *conn;
+    ucs_time_t deadline;
+    int owned;
 
     if (ci == NULL) {
         return;
     }
 
-    /* The async handler is gone: the main thread is alone */
+    /* The async handler is gone: the main thread is alone. (A fork child
+     * closing what it inherited sends nothing and leaves the parent's
+     * completions alone) */
+    owned    = (ci->qp != NULL) &&
+               uct_ibshare_resources_owned(iface->md->res);
+    deadline = ucs_get_time() +
+               ucs_time_from_sec(UCT_RC_SHARE_CONN_CLEANUP_DISC_SEC);
     kh_foreach_value(&ci->conns, conn, {
         if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) &&
             (ci->qp != NULL)) {
-            /* Best effort: the peer's idle check finds it otherwise */
+            /* Best effort: the peer's idle check finds it otherwise, and
+             * fails the peer's endpoint on it. More than the send queue
+             * holds (an iface with 1,000 connections) wait for room */
+            while (owned && (ci->tx_available == 0) &&
+                   (ucs_get_time() < deadline)) {
+                uct_rc_share_conn_reap_sends(iface);
+            }
             uct_rc_share_conn_send_to_peer(conn, UCT_RC_SHARE_CONN_DISC);
         }
     });
+    while (owned && (ci->tx_available < UCT_RC_SHARE_CONN_TX_COUNT) &&
+           (ucs_get_time() < deadline)) {
+        uct_rc_share_conn_reap_sends(iface); /* out before the QP goes */
+    }
     while (kh_size(&ci->conns) != 0) {
         kh_foreach_value(&ci->conns, conn, {
             uct_rc_share_conn_destroy(conn);

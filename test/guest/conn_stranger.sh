@@ -164,7 +164,8 @@ guest() {
     : > "$out/times"
     mark start
 
-    start_target T
+    # (IBSHARE_TEST_TARGET_LOG=debug: the target's log level)
+    start_target T ${IBSHARE_TEST_TARGET_LOG:+UCX_LOG_LEVEL=$IBSHARE_TEST_TARGET_LOG}
     t=$(cat "$out/T.pid")
     qps "$t" > "$out/base"
     runs strangers && part_strangers
@@ -459,6 +460,9 @@ echo "--- target"
 grep "^target:" "$o/T.out" | sed "s/^/    /"
 grep -E 'dropped|refused|version' "$o/T.out" 2>/dev/null | head -n 12 |
     sed 's/^/    /'
+# (what an endpoint error of the target's came from)
+grep -E 'endpoint .* failed|no answer from|no longer has|failed: ' \
+    "$o/T.out" 2>/dev/null | head -n 12 | sed 's/^/    /'
 check "the target has its baseline of QPs ($base: its handshake QP)" \
     test "$base" = 1
 check "the target exits 0 after all this ($(got T.rc)), no endpoint\
