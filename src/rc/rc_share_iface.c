@@ -751,8 +751,11 @@ static ucs_status_t uct_rc_share_iface_flush(uct_iface_h tl_iface,
     }
 
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        /* Not done: each ep with WRs in flight gets a completion coming */
-        if (!uct_rc_share_ep_tx_idle(ep)) {
+        /* Not done: each ep with WRs in flight gets a completion coming;
+         * requests still pending are not issued yet (as rc's iface flush,
+         * which counts an ep's NO_RESOURCE as in progress) */
+        if (!ucs_arbiter_group_is_empty(&ep->arb_group) ||
+            !uct_rc_share_ep_tx_idle(ep)) {
             status = UCS_INPROGRESS;
         }
     }
