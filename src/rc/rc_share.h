@@ -216,6 +216,8 @@ typedef struct uct_rc_share_iface {
                                                from */
     unsigned                  rx_to_post;   /* SRQ buffers to repost */
     ucs_arbiter_t             arbiter;      /* eps with pending requests */
+    ucs_arbiter_group_t       *pending_cb_group; /* whose request's callback
+                                                    runs now, if any */
     uct_recv_desc_t           release_desc;
     ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
     ucs_list_link_t           draining;     /* eps posting their backlog */

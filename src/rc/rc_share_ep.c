@@ -685,11 +685,15 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_rc_share_ep_cancel(ep);
-    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+    } else if (!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+               (uct_rc_share_ep_iface(ep)->pending_cb_group !=
+                &ep->arb_group)) {
         /* Requests wait in the pending queue: the flush waits behind them
          * (UCP adds it there), else it would complete before they are
          * even posted (UCP's get with UCX_PROTO_ENABLE=y and ep flush saw
-         * its data before the reads had run) */
+         * its data before the reads had run). Called from the callback of
+         * the group's head, that is the flush itself, queued there, with
+         * every request before it done: refused, it never left the queue */
         return UCS_ERR_NO_RESOURCE;
     }
 
@@ -775,6 +779,7 @@ uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
     uct_rc_share_ep_t *ep  = ucs_container_of(group, uct_rc_share_ep_t,
                                               arb_group);
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
+    ucs_arbiter_group_t *prev_group;
     ucs_status_t status;
 
     if (ep->state != UCT_RC_SHARE_EP_CONNECTED) {
@@ -789,7 +794,11 @@ uct_rc_share_ep_process_pending(ucs_arbiter_t *arbiter,
     }
 
     ucs_trace_data("progressing pending request %p", req);
-    status = req->func(req);
+    /* In the iface, which outlives the callback (it may destroy the ep) */
+    prev_group              = iface->pending_cb_group;
+    iface->pending_cb_group = group;
+    status                  = req->func(req);
+    iface->pending_cb_group = prev_group;
     if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
     } else if (status == UCS_OK) {

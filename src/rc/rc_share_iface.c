@@ -653,6 +653,13 @@ uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
     n = uct_rc_share_cq_poll(iface->send_cq, &iface->send_stash,
                              UCT_RC_SHARE_POLL_BATCH, wc);
     if (n <= 0) {
+        if (ucs_unlikely(!ucs_arbiter_is_empty(&iface->arbiter))) {
+            /* A request queued behind others while the resources were
+             * there (a flush behind pending requests), or a group
+             * rescheduled by a grant, waits for no completion */
+            ucs_arbiter_dispatch(&iface->arbiter, 1,
+                                 uct_rc_share_ep_process_pending, NULL);
+        }
         return 0;
     }
 
