@@ -49,6 +49,15 @@
                                         UCT_RC_SHARE_IMM_FC_PURE_GRANT)
 
 
+/* The settings that UCX's RC transports name UCX_RC_NAME too */
+typedef struct uct_rc_share_rc_config {
+    double                    timeout;      /* RC ack timeout */
+    unsigned                  retry_count;
+    double                    rnr_timeout;
+    unsigned long             rnr_retry_count; /* UCS_ULUNITS_AUTO: 7 */
+} uct_rc_share_rc_config_t;
+
+
 typedef struct uct_rc_share_iface_config {
     uct_iface_config_t        super;
     unsigned long             gid_index;    /* UCS_ULUNITS_AUTO: choose */
@@ -60,11 +69,7 @@ typedef struct uct_rc_share_iface_config {
     size_t                    max_inline;   /* memunits: a size_t */
     uct_iface_mpool_config_t  tx_mp;
     uct_iface_mpool_config_t  rx_mp;
-    double                    timeout;      /* RC ack timeout */
-    unsigned                  retry_count;
-    double                    rnr_timeout;
-    unsigned long             rnr_retry_count; /* UCS_ULUNITS_AUTO: by the
-                                                  node group's mode */
+    uct_rc_share_rc_config_t  rc;
     unsigned                  max_rd_atomic;
     double                    conn_timeout; /* handshake: give up after */
     double                    conn_retry;   /* handshake: resend after */

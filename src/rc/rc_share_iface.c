@@ -40,6 +40,46 @@
                                        UCT_RC_SHARE_IMM_FC_MASK)
 
 
+/* The settings UCX's RC transports share (UCX_RC_TIMEOUT and the like, from
+ * their "RC_" sub-table): a job tuned for rc_verbs or rc_mlx5 gets the same
+ * timeouts here, and UCX_RC_SHARE_NAME still overrides UCX_RC_NAME. */
+static ucs_config_field_t uct_rc_share_rc_config_table[] = {
+    {"TIMEOUT", "1.0s",
+     "Transport retry timeout of RC QPs (local ACK timeout); with\n"
+     "RETRY_COUNT it bounds how long a dead peer goes unnoticed. Above 0, at\n"
+     "most 8796s (IB's longest).",
+     ucs_offsetof(uct_rc_share_rc_config_t, timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "6",
+     "Transport retries of RC QPs before the endpoint fails (0-6). 7 is not\n"
+     "accepted: soft-RoCE (rxe) takes it as \"retry forever\", and a dead\n"
+     "peer would then never be reported.",
+     ucs_offsetof(uct_rc_share_rc_config_t, retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "30ms",
+     "Delay before a send to a receiver with no free receive buffer is\n"
+     "retried. Above 0, at most 655.36ms (IB's longest).",
+     ucs_offsetof(uct_rc_share_rc_config_t, rnr_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RNR_RETRY_COUNT", "auto",
+     "Receiver-not-ready retries before the endpoint fails (0-7). 7, as the\n"
+     "InfiniBand specification defines it, retries as long as the receiver's\n"
+     "QP lives: a receiver out of buffers pushes its senders back instead of\n"
+     "failing them. A dead receiver is found otherwise: its QPs die with it\n"
+     "(the transport retries, RETRY_COUNT, report it), or, in the node\n"
+     "group's shared mode, where a killed member's QPs live on until the\n"
+     "group ends, the endpoint check (CHECK_TIMEOUT, UCP's keepalive) does.\n"
+     "\"auto\": 7 in both modes.",
+     ucs_offsetof(uct_rc_share_rc_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {NULL}
+};
+
+
 ucs_config_field_t uct_rc_share_iface_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(uct_rc_share_iface_config_t, super),
@@ -103,37 +143,9 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
             ucs_offsetof(uct_rc_share_iface_config_t, rx_mp),
             "\nOtherwise 1 or more; RX_BUFS_GROW 0 to 65536."),
 
-    {"TIMEOUT", "1.0s",
-     "Transport retry timeout of RC QPs (local ACK timeout); with\n"
-     "RETRY_COUNT it bounds how long a dead peer goes unnoticed. Above 0, at\n"
-     "most 8796s (IB's longest).",
-     ucs_offsetof(uct_rc_share_iface_config_t, timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RETRY_COUNT", "6",
-     "Transport retries of RC QPs before the endpoint fails (0-6). 7 is not\n"
-     "accepted: soft-RoCE (rxe) takes it as \"retry forever\", and a dead\n"
-     "peer would then never be reported.",
-     ucs_offsetof(uct_rc_share_iface_config_t, retry_count),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RNR_TIMEOUT", "30ms",
-     "Delay before a send to a receiver with no free receive buffer is\n"
-     "retried. Above 0, at most 655.36ms (IB's longest).",
-     ucs_offsetof(uct_rc_share_iface_config_t, rnr_timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RNR_RETRY_COUNT", "auto",
-     "Receiver-not-ready retries before the endpoint fails (0-7). 7, as the\n"
-     "InfiniBand specification defines it, retries as long as the receiver's\n"
-     "QP lives: a receiver out of buffers pushes its senders back instead of\n"
-     "failing them. A dead receiver is found otherwise: its QPs die with it\n"
-     "(the transport retries, RETRY_COUNT, report it), or, in the node\n"
-     "group's shared mode, where a killed member's QPs live on until the\n"
-     "group ends, the endpoint check (CHECK_TIMEOUT, UCP's keepalive) does.\n"
-     "\"auto\": 7 in both modes.",
-     ucs_offsetof(uct_rc_share_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_ULUNITS},
+    {"RC_", "", NULL,
+     ucs_offsetof(uct_rc_share_iface_config_t, rc),
+     UCS_CONFIG_TYPE_TABLE(uct_rc_share_rc_config_table)},
 
     {"MAX_RD_ATOMIC", "4",
      "RDMA reads and atomics in flight per endpoint, in each direction: 1 to\n"
@@ -839,21 +851,46 @@ static ucs_status_t uct_rc_share_iface_create_queues(
     return UCS_OK;
 }
 
+/* The variable a setting's value came from, for its error message:
+ * UCX_RC_SHARE_NAME, or UCX's generic UCX_RC_NAME when a setting of the "RC_"
+ * table has only that one set (RC_RETRY_COUNT=7 is valid for rc_verbs) */
+static const char *uct_rc_share_config_var(const char *name, char *buf,
+                                           size_t max)
+{
+    ucs_config_field_t *field;
+
+    ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
+    if (getenv(buf) != NULL) {
+        return buf;
+    }
+
+    for (field = uct_rc_share_rc_config_table; field->name != NULL; ++field) {
+        if (!strcmp(field->name, name)) {
+            ucs_snprintf_zero(buf, max, "UCX_RC_%s", name);
+            if (getenv(buf) == NULL) {
+                ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
+            }
+            break;
+        }
+    }
+    return buf;
+}
+
 /* A number as the user gave it: a negative one wraps around */
 /* value is wrapped around at wrap (UINT_MAX or SIZE_MAX: the field's type) */
 static int uct_rc_share_config_range_ok(const char *name, unsigned long value,
                                         unsigned long min, unsigned long max,
                                         unsigned long wrap)
 {
-    char str[32];
+    char str[32], var[64];
 
     if ((value >= min) && (value <= max)) {
         return 1;
     }
 
-    ucs_error("UCX_RC_SHARE_%s=%s is out of range (accepted: %lu to %lu)",
-              name, uct_ibshare_config_value_str(value, wrap, str,
-                                                 sizeof(str)),
+    ucs_error("%s=%s is out of range (accepted: %lu to %lu)",
+              uct_rc_share_config_var(name, var, sizeof(var)),
+              uct_ibshare_config_value_str(value, wrap, str, sizeof(str)),
               min, max);
     return 0;
 }
@@ -874,12 +911,14 @@ static int uct_rc_share_config_size_ok(const char *name, size_t value,
 static int uct_rc_share_config_time_ok(const char *name, double value,
                                        double max)
 {
+    char var[64];
+
     if ((value > 0) && (value <= max)) {
         return 1;
     }
 
-    ucs_error("UCX_RC_SHARE_%s=%gs is out of range (accepted: above 0, at "
-              "most %gs)", name, value, max);
+    ucs_error("%s=%gs is out of range (accepted: above 0, at most %gs)",
+              uct_rc_share_config_var(name, var, sizeof(var)), value, max);
     return 0;
 }
 
@@ -903,7 +942,7 @@ static int uct_rc_share_config_mpool_ok(const char *prefix,
 ucs_status_t
 uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
 {
-    char str[32];
+    char str[32], var[64];
 
     if ((config->gid_index != UCS_ULUNITS_AUTO) &&
         (config->gid_index > UINT8_MAX)) {
@@ -914,11 +953,12 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
         return UCS_ERR_INVALID_PARAM;
     }
 
-    if ((config->rnr_retry_count != UCS_ULUNITS_AUTO) &&
-        (config->rnr_retry_count > 7)) {
-        ucs_error("UCX_RC_SHARE_RNR_RETRY_COUNT=%s is out of range (accepted: "
-                  "auto, or 0 to 7)",
-                  uct_ibshare_config_value_str(config->rnr_retry_count,
+    if ((config->rc.rnr_retry_count != UCS_ULUNITS_AUTO) &&
+        (config->rc.rnr_retry_count > 7)) {
+        ucs_error("%s=%s is out of range (accepted: auto, or 0 to 7)",
+                  uct_rc_share_config_var("RNR_RETRY_COUNT", var,
+                                          sizeof(var)),
+                  uct_ibshare_config_value_str(config->rc.rnr_retry_count,
                                                ULONG_MAX, str, sizeof(str)));
         return UCS_ERR_INVALID_PARAM;
     }
@@ -940,12 +980,12 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
                                      UCT_RC_SHARE_MAX_INLINE_MAX) ||
         !uct_rc_share_config_mpool_ok("TX_", &config->tx_mp) ||
         !uct_rc_share_config_mpool_ok("RX_", &config->rx_mp) ||
-        !uct_rc_share_config_time_ok("TIMEOUT", config->timeout,
+        !uct_rc_share_config_time_ok("TIMEOUT", config->rc.timeout,
                                      UCT_RC_SHARE_TIMEOUT_MAX) ||
         /* rxe takes a retry count of 7 as "retry forever" */
-        !uct_rc_share_config_uint_ok("RETRY_COUNT", config->retry_count, 0,
+        !uct_rc_share_config_uint_ok("RETRY_COUNT", config->rc.retry_count, 0,
                                      6) ||
-        !uct_rc_share_config_time_ok("RNR_TIMEOUT", config->rnr_timeout,
+        !uct_rc_share_config_time_ok("RNR_TIMEOUT", config->rc.rnr_timeout,
                                      UCT_RC_SHARE_RNR_TIMEOUT_MAX) ||
         !uct_rc_share_config_uint_ok("MAX_RD_ATOMIC", config->max_rd_atomic,
                                      1, 16) ||
@@ -1006,16 +1046,16 @@ static ucs_status_t uct_rc_share_iface_init_config(
                                        rx_headroom;
     iface->config.path_mtu           = iface->port_attr.active_mtu;
     iface->config.timeout            = uct_ibshare_to_qp_fabric_time(
-                                               config->timeout);
-    iface->config.retry_count        = config->retry_count;
+                                               config->rc.timeout);
+    iface->config.retry_count        = config->rc.retry_count;
     iface->config.rnr_timeout        = uct_ibshare_to_rnr_fabric_time(
-                                               config->rnr_timeout);
+                                               config->rc.rnr_timeout);
     /* Infinite in shared mode too: 6 retries of 30 ms failed the senders
      * of any receiver that paused for a fifth of a second (an incast); a
      * killed member's senders learn of it from the endpoint check */
     iface->config.rnr_retry_count    =
-            (config->rnr_retry_count != UCS_ULUNITS_AUTO) ?
-            config->rnr_retry_count : 7;
+            (config->rc.rnr_retry_count != UCS_ULUNITS_AUTO) ?
+            config->rc.rnr_retry_count : 7;
     iface->config.max_rd_atomic      = config->max_rd_atomic;
     iface->config.conn_timeout       = ucs_time_from_sec(config->conn_timeout);
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);

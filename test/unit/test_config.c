@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -29,6 +30,11 @@ static unsigned check_table_help(const ucs_config_field_t *field)
     for (; field->name != NULL; ++field) {
         if (field->name[0] == '\0') {
             continue; /* an inherited table; UCX documents its own fields */
+        }
+        if (field->parser.read == ucs_config_sscanf_table) {
+            /* ours, under a prefix of its own (UCX_RC_NAME) */
+            named += check_table_help(field->parser.arg);
+            continue;
         }
         assert_non_null(field->doc);
         assert_true(strlen(field->doc) > 10);
@@ -355,6 +361,48 @@ static void test_iface_config_refused(void **state)
     ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
 }
 
+/* UCX's generic RC names (UCX_RC_TIMEOUT, which UCP's own tests set) apply
+ * to rc_share too, below its own UCX_RC_SHARE_ ones */
+static void test_iface_config_rc_names(void **state)
+{
+    uct_rc_share_iface_config_t config;
+
+    setenv("UCX_RC_RETRY_COUNT", "2", 1);
+    setenv("UCX_RC_RNR_TIMEOUT", "10ms", 1);
+    assert_int_equal(parse(&config, uct_rc_share_iface_config_table,
+                           "RC_SHARE_", "UCX_RC_TIMEOUT", "10ms"), UCS_OK);
+    assert_true(fabs(config.rc.timeout - 0.01) < 1e-9);
+    assert_true(fabs(config.rc.rnr_timeout - 0.01) < 1e-9);
+    assert_int_equal(config.rc.retry_count, 2);
+    assert_int_equal(iface_check(&config), UCS_OK);
+    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+
+    /* Our own name wins */
+    setenv("UCX_RC_SHARE_RETRY_COUNT", "4", 1);
+    assert_int_equal(parse(&config, uct_rc_share_iface_config_table,
+                           "RC_SHARE_", "UCX_RC_SHARE_TIMEOUT", "2s"), UCS_OK);
+    unsetenv("UCX_RC_SHARE_RETRY_COUNT");
+    assert_true(fabs(config.rc.timeout - 2.0) < 1e-9);
+    assert_int_equal(config.rc.retry_count, 4);
+    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+    unsetenv("UCX_RC_RNR_TIMEOUT");
+
+    /* A value valid for rc_verbs, not here: the message names the variable
+     * the user set */
+    assert_int_equal(parse(&config, uct_rc_share_iface_config_table,
+                           "RC_SHARE_", "UCX_RC_RETRY_COUNT", "7"), UCS_OK);
+    setenv("UCX_RC_RETRY_COUNT", "7", 1);
+    logged[0] = '\0';
+    ucs_log_push_handler(log_capture);
+    assert_int_equal(iface_check(&config), UCS_ERR_INVALID_PARAM);
+    ucs_log_pop_handler();
+    unsetenv("UCX_RC_RETRY_COUNT");
+    print_message("  %s", logged);
+    assert_logged("UCX_RC_RETRY_COUNT=7");
+    assert_logged("0 to 6");
+    ucs_config_parser_release_opts(&config, uct_rc_share_iface_config_table);
+}
+
 static const char *launcher_vars[] = {
     "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID",
     "SLURM_STEP_ID", "PMI_FD", "PMI_PORT", "MPI_LOCALNRANKS",
@@ -471,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_md_config_refused),
         cmocka_unit_test(test_md_config_memory),
         cmocka_unit_test(test_iface_config_refused),
+        cmocka_unit_test(test_iface_config_rc_names),
         cmocka_unit_test(test_job_key_from_launchers),
         cmocka_unit_test(test_local_size_from_slurm),
     };
