@@ -851,26 +851,30 @@ static ucs_status_t uct_rc_share_iface_create_queues(
     return UCS_OK;
 }
 
-/* The variable a setting's value came from, for its error message:
- * UCX_RC_SHARE_NAME, or UCX's generic UCX_RC_NAME when a setting of the "RC_"
- * table has only that one set (RC_RETRY_COUNT=7 is valid for rc_verbs) */
-static const char *uct_rc_share_config_var(const char *name, char *buf,
-                                           size_t max)
+/* Whether UCX's generic UCX_RC_NAME sets the setting too ("RC_" table) */
+static int uct_rc_share_config_inherited(const char *name)
 {
-    ucs_config_field_t *field;
-
-    ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
-    if (getenv(buf) != NULL) {
-        return buf;
-    }
+    const ucs_config_field_t *field;
 
     for (field = uct_rc_share_rc_config_table; field->name != NULL; ++field) {
         if (!strcmp(field->name, name)) {
-            ucs_snprintf_zero(buf, max, "UCX_RC_%s", name);
-            if (getenv(buf) == NULL) {
-                ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
-            }
-            break;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The variable a setting's value came from, for its error message:
+ * UCX_RC_NAME when only UCX's generic name is set (RC_RETRY_COUNT=7 is
+ * valid for rc_verbs), else UCX_RC_SHARE_NAME */
+static const char *uct_rc_share_config_var(const char *name, char *buf,
+                                           size_t max)
+{
+    ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
+    if ((getenv(buf) == NULL) && uct_rc_share_config_inherited(name)) {
+        ucs_snprintf_zero(buf, max, "UCX_RC_%s", name);
+        if (getenv(buf) == NULL) {
+            ucs_snprintf_zero(buf, max, "UCX_RC_SHARE_%s", name);
         }
     }
     return buf;
