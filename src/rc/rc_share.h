@@ -136,7 +136,6 @@ typedef struct uct_rc_share_backlog_op {
     struct ibv_send_wr        wr;
     struct ibv_sge            sge[UCT_RC_SHARE_MAX_SEND_SGE];
     uintptr_t                 op;           /* the tx_ops entry it will get */
-    int                       signal;
     uint8_t                   inline_data[0];
 } uct_rc_share_backlog_op_t;
 
@@ -225,7 +224,6 @@ typedef struct uct_rc_share_iface {
                                                     runs now, if any */
     uct_recv_desc_t           release_desc;
     ucs_mpool_t               backlog_mp;   /* uct_rc_share_backlog_op_t */
-    ucs_list_link_t           draining;     /* eps posting their backlog */
     ucs_list_link_t           grants_owed;  /* connections whose grant waits
                                                for room (rc_share_conn.c) */
     ucs_list_link_t           ep_list;
@@ -329,8 +327,6 @@ typedef struct uct_rc_share_ep {
     ucs_status_t              fail_status;
     ucs_arbiter_group_t       arb_group;
     ucs_list_link_t           list;         /* iface->ep_list */
-    ucs_list_link_t           drain_list;   /* iface->draining */
-    int                       draining;     /* on it */
 } uct_rc_share_ep_t;
 
 
@@ -411,7 +407,6 @@ ucs_status_t uct_rc_share_ep_create(const uct_ep_params_t *params,
 void uct_rc_share_ep_destroy(uct_ep_h tl_ep);
 
 /* rc_share_ep.c: for the iface */
-void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep);
 ucs_arbiter_cb_result_t uct_rc_share_ep_process_pending(
         ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         ucs_arbiter_elem_t *elem, void *arg);

@@ -7,11 +7,13 @@
  * every field of a connection but its send queue and window) is touched
  * under UCS_ASYNC_BLOCK of the worker's async context, which its handler
  * and timer hold while they run. The send queue, the window and the grants
- * are the main thread's, which posts and polls without the lock; the async
- * side never posts on an RC QP, and connects a QP only while the main
- * thread posts nothing on it (its owner's operations wait in the backlog
- * until ready). A connection is destroyed by the main thread only, once
- * nothing of the async side refers to it and its WRs are done.
+ * are the main thread's, which posts and polls without the lock, but for
+ * the queue's backlog: the async side connects a QP only while the main
+ * thread posts nothing on it (its owner's operations wait in the backlog),
+ * and posts the backlog the moment the handshake is done, which is the only
+ * post the async side makes on an RC QP (rc_share_txq.h says why that is
+ * safe). A connection is destroyed by the main thread only, once nothing
+ * of the async side refers to it and its WRs are done.
  *
  * The RC QPs of a process killed in the node group's shared mode belong to
  * the shared uverbs file and live on, still acknowledging RDMA: only its
@@ -1049,6 +1051,12 @@ static void uct_rc_share_conn_established(uct_rc_share_conn_t *conn)
 {
     if ((conn->tx.owner != NULL) && uct_rc_share_conn_requesting(conn)) {
         --conn->iface->conn->owners_waiting;
+        /* What the owner sent goes out now, not when it next calls
+         * progress, which it may never do before its peer answers; a post
+         * that fails is the main thread's to handle, at READY */
+        if (conn->qp_connected) {
+            (void)uct_rc_share_txq_backlog_post(&conn->tx.txq);
+        }
         uct_rc_share_conn_queue(conn, UCT_RC_SHARE_CONN_EV_READY, UCS_OK);
     }
     conn->state           = UCT_RC_SHARE_CONN_CONNECTED;
@@ -2013,14 +2021,7 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
     ucs_async_context_t *async  = uct_rc_share_conn_async(iface);
     int owned;
 
-    /* What the owner posted completes to nobody; a NOP reports the
-     * unsignaled tail, so that the queue can become idle */
-    uct_rc_share_txq_detach(&conn->tx.txq);
     owned = uct_ibshare_resources_owned(iface->md->res);
-    if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) && owned) {
-        (void)uct_rc_share_txq_report_tail(&conn->tx.txq);
-    }
-
     /*
      * A fork child closing what it inherited does not touch UCX's async
      * state, which is not fork-safe: the child has the parent's async
@@ -2032,6 +2033,13 @@ void uct_rc_share_conn_close(uct_rc_share_conn_t *conn)
      */
     if (owned) {
         UCS_ASYNC_BLOCK(async);
+    }
+    /* What the owner posted completes to nobody (the backlog is the async
+     * context's); a NOP reports the unsignaled tail, so that the queue can
+     * become idle */
+    uct_rc_share_txq_detach(&conn->tx.txq);
+    if ((conn->state == UCT_RC_SHARE_CONN_CONNECTED) && owned) {
+        (void)uct_rc_share_txq_report_tail(&conn->tx.txq);
     }
     if (uct_rc_share_conn_owner_waits(conn)) {
         --iface->conn->owners_waiting;
@@ -2124,11 +2132,13 @@ static int uct_rc_share_conn_post_grant(uct_rc_share_conn_t *conn)
     uct_rc_share_txq_t *txq       = &conn->tx.txq;
     struct ibv_send_wr wr;
 
+    /* While the backlog is not empty, the async side may post it */
     if ((conn->tx.grant_sn != 0) || (txq->sq_available <= 0) ||
-        (ci->grants_available <= 0) ||
+        (ci->grants_available <= 0) || (txq->backlog_len != 0) ||
         (conn->state != UCT_RC_SHARE_CONN_CONNECTED)) {
         return 0;
     }
+    ucs_memory_cpu_load_fence(); /* the async side's posts, if it made any */
 
     memset(&wr, 0, sizeof(wr));
     wr.opcode   = IBV_WR_SEND_WITH_IMM;

@@ -6,8 +6,10 @@
  *
  * An endpoint takes operations from the moment it is created: until its
  * connection's QP is connected they wait, in order, in the queue's backlog
- * (the data of short and bcopy operations copied at call time), posted by
- * the main thread once the connection says it is ready. The connection
+ * (the data of short and bcopy operations copied at call time), which the
+ * handshake's async side posts the moment the QP is connected (the backlog
+ * is the async context's: rc_share_txq.h). The endpoint itself is told by
+ * the main thread, once the connection says it is ready. The connection
  * tells the endpoint of its state through callbacks (ready, failed, and
  * tx_resumed when credits or send resources come back); the endpoint calls
  * nothing of the connection's internals.
@@ -45,8 +47,9 @@ uct_rc_share_ep_iface(const uct_rc_share_ep_t *ep)
 static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep);
 
 /* Whether a new operation may be issued now, when the fast check says no:
- * a connecting endpoint takes it into its backlog while there is room (each
- * backlog entry gets a send-queue slot of its own when posted) */
+ * a connecting endpoint takes it into its backlog while there is room (a
+ * backlog entry takes its send-queue slot and CQ entry when it is added;
+ * only the main thread changes either count) */
 static UCS_F_NOINLINE ucs_status_t
 uct_rc_share_ep_no_tx(uct_rc_share_ep_t *ep)
 {
@@ -54,8 +57,13 @@ uct_rc_share_ep_no_tx(uct_rc_share_ep_t *ep)
 
     switch (ep->state) {
     case UCT_RC_SHARE_EP_CONNECTING:
-        return (ep->txq->backlog_len < (unsigned)ep->txq->sq_available) ?
-               UCS_OK : UCS_ERR_NO_RESOURCE;
+        if (uct_rc_share_txq_has_room(ep->txq)) {
+            return UCS_OK;
+        }
+        if (iface->tx.cq_available <= 0) {
+            uct_rc_share_iface_tx_unstick(iface);
+        }
+        return UCS_ERR_NO_RESOURCE;
     case UCT_RC_SHARE_EP_FAILED:
         return (ep->fail_status == UCS_ERR_CANCELED) ?
                UCS_ERR_CANCELED : UCS_ERR_ENDPOINT_TIMEOUT;
@@ -151,16 +159,37 @@ uct_rc_share_tx_op_comp(uct_completion_t *comp)
     return (comp != NULL) ? ((uintptr_t)comp | UCT_RC_SHARE_TX_OP_COMP) : 0;
 }
 
+static UCS_F_ALWAYS_INLINE ucs_async_context_t *
+uct_rc_share_ep_async(const uct_rc_share_ep_t *ep)
+{
+    return uct_rc_share_ep_iface(ep)->super.worker->async;
+}
+
+/* Keeps an operation of a connecting endpoint in the backlog (or posts it,
+ * when the async side posted the backlog already) */
+static UCS_F_NOINLINE ucs_status_t
+uct_rc_share_ep_backlog_add(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
+                            uintptr_t op)
+{
+    ucs_async_context_t *async = uct_rc_share_ep_async(ep);
+    ucs_status_t status;
+
+    UCS_ASYNC_BLOCK(async);
+    status = uct_rc_share_txq_backlog_add(ep->txq,
+                                          &uct_rc_share_ep_iface(ep)
+                                                  ->backlog_mp,
+                                          wr, op);
+    UCS_ASYNC_UNBLOCK(async);
+    return status;
+}
+
 /* Posts one WR of an operation, or keeps it while the endpoint connects */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 uct_rc_share_ep_post(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
                      uintptr_t op, int signal)
 {
     if (ucs_unlikely(ep->state != UCT_RC_SHARE_EP_CONNECTED)) {
-        return uct_rc_share_txq_backlog_add(ep->txq,
-                                            &uct_rc_share_ep_iface(ep)
-                                                    ->backlog_mp,
-                                            wr, op, signal);
+        return uct_rc_share_ep_backlog_add(ep, wr, op);
     }
 
     return uct_rc_share_txq_post(ep->txq, wr, op, signal);
@@ -185,9 +214,7 @@ uct_rc_share_ep_issue(uct_rc_share_ep_t *ep, struct ibv_send_wr *wr,
     if (status != UCS_OK) {
         return status;
     }
-    return uct_rc_share_txq_backlog_add(ep->txq,
-                                        &uct_rc_share_ep_iface(ep)->backlog_mp,
-                                        wr, op, signal);
+    return uct_rc_share_ep_backlog_add(ep, wr, op);
 }
 
 /* Posting was refused for lack of CQ entries or descriptors, which the
@@ -645,7 +672,15 @@ ucs_status_t uct_rc_share_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
 
 ucs_status_t uct_rc_share_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    ucs_derived_of(tl_ep, uct_rc_share_ep_t)->txq->fence = 1;
+    uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+
+    if (ucs_likely(ep->state == UCT_RC_SHARE_EP_CONNECTED)) {
+        ep->txq->fence = 1;
+    } else {
+        UCS_ASYNC_BLOCK(uct_rc_share_ep_async(ep));
+        ep->txq->fence = 1;
+        UCS_ASYNC_UNBLOCK(uct_rc_share_ep_async(ep));
+    }
     return UCS_OK;
 }
 
@@ -682,6 +717,7 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                    uct_completion_t *comp)
 {
     uct_rc_share_ep_t *ep = ucs_derived_of(tl_ep, uct_rc_share_ep_t);
+    ucs_status_t status;
 
     if (flags & UCT_FLUSH_FLAG_CANCEL) {
         uct_rc_share_ep_cancel(ep);
@@ -701,10 +737,18 @@ ucs_status_t uct_rc_share_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
 
-    if (comp != NULL) {
+    if (comp == NULL) {
+        return UCS_INPROGRESS;
+    }
+    if (ucs_likely(ep->state == UCT_RC_SHARE_EP_CONNECTED)) {
         return uct_rc_share_txq_flush_add(ep->txq, comp) ?: UCS_INPROGRESS;
     }
-    return UCS_INPROGRESS;
+
+    /* The async side may be posting the backlog that the flush counts */
+    UCS_ASYNC_BLOCK(uct_rc_share_ep_async(ep));
+    status = uct_rc_share_txq_flush_add(ep->txq, comp) ?: UCS_INPROGRESS;
+    UCS_ASYNC_UNBLOCK(uct_rc_share_ep_async(ep));
+    return status;
 }
 
 /*
@@ -838,14 +882,6 @@ void uct_rc_share_ep_pending_purge(uct_ep_h tl_ep,
 
 /* ------------------------------------------------------------ state */
 
-static void uct_rc_share_ep_drain_stop(uct_rc_share_ep_t *ep)
-{
-    if (ep->draining) {
-        ucs_list_del(&ep->drain_list);
-        ep->draining = 0;
-    }
-}
-
 /*
  * Fails the endpoint: the backlog completes with status, flushes report
  * the failure. Returns 1 if the endpoint was not failed before, and the
@@ -858,10 +894,11 @@ static int uct_rc_share_ep_set_failed(uct_rc_share_ep_t *ep,
         return 0;
     }
 
-    uct_rc_share_ep_drain_stop(ep);
     ep->state       = UCT_RC_SHARE_EP_FAILED;
     ep->fail_status = status;
+    UCS_ASYNC_BLOCK(uct_rc_share_ep_async(ep));
     uct_rc_share_txq_backlog_purge(ep->txq, status);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_ep_async(ep));
     uct_rc_share_ep_flush_progress(ep);
     return 1;
 }
@@ -875,20 +912,24 @@ static void uct_rc_share_ep_report_failure(uct_rc_share_ep_t *ep)
 }
 
 /*
- * Posts the backlog of an endpoint whose QP is connected, in order; with
- * too few CQ entries it stops, and the next send completion goes on (the
- * endpoint stays on iface->draining meanwhile). Then the endpoint is
- * connected: new operations are posted, pending requests dispatched.
+ * The QP is connected: the backlog is posted (by the async side, as a rule,
+ * when the handshake's answer came), and the endpoint is connected: new
+ * operations are posted, pending requests dispatched.
  */
-void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
+static void uct_rc_share_ep_conn_ready(void *owner)
 {
+    uct_rc_share_ep_t *ep       = owner;
     uct_rc_share_iface_t *iface = uct_rc_share_ep_iface(ep);
     ucs_status_t status;
 
-    status = uct_rc_share_txq_backlog_drain(ep->txq);
-    if (status == UCS_INPROGRESS) {
+    if (ep->state != UCT_RC_SHARE_EP_CONNECTING) {
         return;
-    } else if (status != UCS_OK) {
+    }
+
+    UCS_ASYNC_BLOCK(uct_rc_share_ep_async(ep));
+    status = uct_rc_share_txq_backlog_post(ep->txq);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_ep_async(ep));
+    if (status != UCS_OK) {
         uct_rc_share_qp_set_error(ep->txq->qp);
         if (uct_rc_share_ep_set_failed(ep, status)) {
             uct_rc_share_ep_report_failure(ep);
@@ -896,7 +937,6 @@ void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
         return;
     }
 
-    uct_rc_share_ep_drain_stop(ep);
     ep->state = UCT_RC_SHARE_EP_CONNECTED;
     if (!ucs_queue_is_empty(&ep->txq->flush_reqs)) {
         /* A flush issued while connecting waits for these WRs: a NOP
@@ -907,21 +947,6 @@ void uct_rc_share_ep_backlog_drain(uct_rc_share_ep_t *ep)
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
                          NULL);
-}
-
-/* ---------------------------------------------- what the connection tells */
-
-/* The QP is connected: the backlog goes out */
-static void uct_rc_share_ep_conn_ready(void *owner)
-{
-    uct_rc_share_ep_t *ep = owner;
-
-    if (ep->state == UCT_RC_SHARE_EP_CONNECTING) {
-        ucs_list_add_tail(&uct_rc_share_ep_iface(ep)->draining,
-                          &ep->drain_list);
-        ep->draining = 1;
-        uct_rc_share_ep_backlog_drain(ep);
-    }
 }
 
 static void uct_rc_share_ep_conn_failed(void *owner, ucs_status_t status)
@@ -967,7 +992,9 @@ static void uct_rc_share_ep_cancel(uct_rc_share_ep_t *ep)
         (void)uct_rc_share_txq_report_tail(ep->txq);
     }
     (void)uct_rc_share_ep_set_failed(ep, UCS_ERR_CANCELED);
+    UCS_ASYNC_BLOCK(uct_rc_share_ep_async(ep));
     uct_rc_share_txq_detach(ep->txq);
+    UCS_ASYNC_UNBLOCK(uct_rc_share_ep_async(ep));
     uct_rc_share_ep_pending_purge(&ep->super.super, NULL, NULL);
 }
 
@@ -1033,7 +1060,6 @@ static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_ep_t)
 {
     uct_rc_share_ep_pending_purge(&self->super.super, NULL, NULL);
     ucs_arbiter_group_cleanup(&self->arb_group);
-    uct_rc_share_ep_drain_stop(self);
     uct_rc_share_conn_close(self->conn);
     ucs_list_del(&self->list);
 }

@@ -638,23 +638,6 @@ static void uct_rc_share_iface_drain_rx(uct_rc_share_iface_t *iface)
 
 /* ------------------------------------------------------------ send */
 
-/* Endpoints whose backlog waited for CQ entries go on, in order, one at a
- * time (a callback may destroy the next) */
-static void uct_rc_share_iface_drain_backlogs(uct_rc_share_iface_t *iface)
-{
-    uct_rc_share_ep_t *ep;
-
-    while (!ucs_list_is_empty(&iface->draining)) {
-        ep = ucs_list_head(&iface->draining, uct_rc_share_ep_t, drain_list);
-        uct_rc_share_ep_backlog_drain(ep);
-        if (!ucs_list_is_empty(&iface->draining) &&
-            (ucs_list_head(&iface->draining, uct_rc_share_ep_t,
-                           drain_list) == ep)) {
-            break; /* still short of CQ entries */
-        }
-    }
-}
-
 static UCS_F_ALWAYS_INLINE unsigned
 uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
 {
@@ -684,9 +667,6 @@ uct_rc_share_iface_poll_tx(uct_rc_share_iface_t *iface)
 
     if (ucs_unlikely(!ucs_list_is_empty(&iface->grants_owed))) {
         uct_rc_share_conn_grants_progress(iface);
-    }
-    if (ucs_unlikely(!ucs_list_is_empty(&iface->draining))) {
-        uct_rc_share_iface_drain_backlogs(iface);
     }
 
     ucs_arbiter_dispatch(&iface->arbiter, 1, uct_rc_share_ep_process_pending,
@@ -751,12 +731,11 @@ static ucs_status_t uct_rc_share_iface_event_arm(uct_iface_h tl_iface,
      * for progress (a connection ready or failed, a liveness check's
      * verdict: a sleeper would learn of a dead peer only when something
      * else woke it, UCP's keepalive timer one interval later, a UCT user
-     * maybe never), or a connected endpoint's backlog, which progress
-     * posts. A live peer answers within a round trip, so that is what
-     * polling costs it; a dead one, CHECK_TIMEOUT once. */
+     * maybe never). A live peer answers within a round trip, so that is
+     * what polling costs it; a dead one, CHECK_TIMEOUT once. */
     if (uct_rc_share_cq_stash_fill(iface->recv_cq, &iface->recv_stash) ||
         uct_rc_share_cq_stash_fill(iface->send_cq, &iface->send_stash) ||
-        uct_rc_share_conn_busy(iface) || !ucs_list_is_empty(&iface->draining)) {
+        uct_rc_share_conn_busy(iface)) {
         return UCS_ERR_BUSY;
     }
 
@@ -1188,7 +1167,6 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->id           = ucs_generate_uuid((uintptr_t)self);
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
-    ucs_list_head_init(&self->draining);
     ucs_arbiter_init(&self->arbiter);
     self->put_inl_wr.opcode  = IBV_WR_RDMA_WRITE;
     self->put_inl_wr.sg_list = &self->put_inl_sge;

@@ -109,12 +109,19 @@ void uct_rc_share_txq_post_failed(uct_rc_share_txq_t *txq, uintptr_t op,
 
 ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
                                           ucs_mpool_t *mp,
-                                          const struct ibv_send_wr *wr,
-                                          uintptr_t op, int signal)
+                                          struct ibv_send_wr *wr,
+                                          uintptr_t op)
 {
     uct_rc_share_backlog_op_t *bop;
     size_t length = 0;
     int i;
+
+    if (txq->connected) {
+        /* The async side posted the backlog, and the owner does not know
+         * yet: signaled, as a tail of unsignaled WRs would wait for a NOP
+         * that only a connected owner posts (flush, cancel, ep_check) */
+        return uct_rc_share_txq_post(txq, wr, op, 1);
+    }
 
     bop = ucs_mpool_get(mp);
     if (bop == NULL) {
@@ -126,7 +133,6 @@ ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
     bop->wr.next    = NULL;
     bop->wr.sg_list = bop->sge;
     bop->op         = op;
-    bop->signal     = signal;
     if (txq->fence) {
         bop->wr.send_flags |= IBV_SEND_FENCE;
         txq->fence          = 0;
@@ -150,28 +156,66 @@ ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
 
     ucs_queue_push(&txq->backlog, &bop->queue);
     ++txq->backlog_len;
+    --txq->sq_available;
+    --txq->res->cq_available;
     return UCS_OK;
 }
 
-ucs_status_t uct_rc_share_txq_backlog_drain(uct_rc_share_txq_t *txq)
+/*
+ * Posts a backlog entry, whose slot and CQ entry are taken. The ring entry
+ * and the sequence number are written before the post: the main thread may
+ * poll the completion before ibv_post_send returns here.
+ */
+static ucs_status_t
+uct_rc_share_txq_post_reserved(uct_rc_share_txq_t *txq,
+                               uct_rc_share_backlog_op_t *bop)
+{
+    uint64_t sn = txq->posted + 1;
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    bop->wr.wr_id       = txq->wr_id_base |
+                          (sn << UCT_RC_SHARE_WR_ID_SN_SHIFT);
+    bop->wr.send_flags |= IBV_SEND_SIGNALED;
+    ucs_assert(txq->ops[sn & txq->ops_mask] == 0);
+    ucs_assert(txq->unsignaled == 0);
+    txq->ops[sn & txq->ops_mask] = bop->op;
+    txq->posted                  = sn;
+    ucs_memory_cpu_store_fence();
+
+    ret = ibv_post_send(txq->qp, &bop->wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("ibv_post_send(QP 0x%x) failed: %s", txq->qp->qp_num,
+                  strerror(ret));
+        txq->ops[sn & txq->ops_mask] = 0;
+        txq->posted                  = sn - 1;
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_rc_share_txq_backlog_post(uct_rc_share_txq_t *txq)
 {
     uct_rc_share_backlog_op_t *bop;
     ucs_status_t status;
 
     while (!ucs_queue_is_empty(&txq->backlog)) {
-        if (txq->res->cq_available <= 0) {
-            return UCS_INPROGRESS;
-        }
-
-        bop = ucs_queue_pull_elem_non_empty(&txq->backlog,
-                                            uct_rc_share_backlog_op_t, queue);
-        --txq->backlog_len;
-        status = uct_rc_share_txq_post(txq, &bop->wr, bop->op, bop->signal);
-        ucs_mpool_put(bop);
+        bop    = ucs_queue_head_elem_non_empty(&txq->backlog,
+                                               uct_rc_share_backlog_op_t,
+                                               queue);
+        status = uct_rc_share_txq_post_reserved(txq, bop);
         if (status != UCS_OK) {
             return status;
         }
+        ucs_queue_pull_non_empty(&txq->backlog);
+        ucs_mpool_put(bop);
     }
+
+    /* The main thread reads these without the async context (a grant
+     * waits while the backlog is not empty): the posts come first */
+    ucs_memory_cpu_store_fence();
+    txq->backlog_len = 0;
+    txq->connected   = 1;
     return UCS_OK;
 }
 
@@ -185,6 +229,8 @@ void uct_rc_share_txq_backlog_purge(uct_rc_share_txq_t *txq,
         bop = ucs_queue_pull_elem_non_empty(&txq->backlog,
                                             uct_rc_share_backlog_op_t, queue);
         --txq->backlog_len;
+        ++txq->sq_available;
+        ++txq->res->cq_available;
         comp = uct_rc_share_tx_op_take_comp(bop->op);
         uct_rc_share_tx_op_release(bop->op);
         ucs_mpool_put(bop);

@@ -25,6 +25,17 @@
  * NOP) after them. So that the NOP can always be posted, a queue with a
  * tail holds one more CQ entry, and one send-queue slot is kept for it.
  *
+ * The backlog is the async context's (its functions are called holding it):
+ * the handshake's async side posts it the moment the QP is connected, so
+ * that what a user sent to a new peer goes out although the user may never
+ * call progress again (UCX's wakeup test sends, then sleeps on the event
+ * fd of the receiver). A backlog entry takes its send-queue slot and CQ
+ * entry when it is added, and is posted signaled: the async side's posts
+ * write only the queue's ring and sequence number, never a counter the
+ * main thread's posts and completions change. While the backlog is not
+ * empty the main thread posts nothing on the QP; once it is posted
+ * (`connected`) the queue is the main thread's alone.
+ *
  * The QP belongs to a connection (rc_share_conn.c), which both directions
  * of a pair of ifaces share: the queue outlives the endpoint that posted on
  * it, and once the endpoint is gone its completions deliver nothing.
@@ -56,6 +67,8 @@ struct uct_rc_share_txq {
     uintptr_t                 *ops;         /* by sequence number */
     ucs_queue_head_t          backlog;      /* uct_rc_share_backlog_op_t */
     unsigned                  backlog_len;
+    int                       connected;    /* the backlog is posted: WRs
+                                               go to the QP */
     ucs_queue_head_t          flush_reqs;   /* uct_rc_share_flush_req_t */
     int                       owner_waits;  /* the owner has requests
                                                pending for send resources:
@@ -173,18 +186,23 @@ uct_rc_share_txq_post(uct_rc_share_txq_t *txq, struct ibv_send_wr *wr,
 }
 
 /* Keeps an operation for when the QP is connected, in order (inline data
- * copied: the caller may reuse its buffer) */
+ * copied: the caller may reuse its buffer), taking its send-queue slot and
+ * CQ entry now (the caller checked the room); once the backlog is posted,
+ * posts it. Either way its WR is signaled. The caller holds the async
+ * context. */
 ucs_status_t uct_rc_share_txq_backlog_add(uct_rc_share_txq_t *txq,
                                           ucs_mpool_t *mp,
-                                          const struct ibv_send_wr *wr,
-                                          uintptr_t op, int signal);
+                                          struct ibv_send_wr *wr,
+                                          uintptr_t op);
 
-/* Posts the backlog of a connected QP, in order: UCS_OK when it is empty,
- * UCS_INPROGRESS when CQ entries ran short (the next completion goes on),
- * an error when a post failed */
-ucs_status_t uct_rc_share_txq_backlog_drain(uct_rc_share_txq_t *txq);
+/* Posts the backlog of a connected QP, in order, and from then on the
+ * queue is connected: UCS_OK, or an error when a post failed (the entry
+ * that failed and those after it stay). The caller holds the async
+ * context; it may be the async thread. */
+ucs_status_t uct_rc_share_txq_backlog_post(uct_rc_share_txq_t *txq);
 
-/* Drops the backlog: every operation in it completes with status */
+/* Drops the backlog: every operation in it completes with status. The
+ * caller holds the async context. */
 void uct_rc_share_txq_backlog_purge(uct_rc_share_txq_t *txq,
                                     ucs_status_t status);
 
