@@ -204,6 +204,8 @@ struct uct_rc_share_conn {
     uct_rc_share_conn_check_kind_t check;
     uint32_t                  check_sn;
     ucs_time_t                check_deadline;
+    uint64_t                  check_drops;  /* hs_dropped when it began */
+    int                       check_extended; /* waited once more */
     ucs_time_t                check_next_retry;
     ucs_time_t                next_idle_check;
 
@@ -1664,12 +1666,24 @@ static void uct_rc_share_conn_start_check(uct_rc_share_conn_t *conn,
 
     conn->check          = kind;
     conn->check_deadline = ucs_get_time() + conn->iface->config.check_timeout;
+    conn->check_drops    = conn->iface->counters.hs_dropped;
+    conn->check_extended = 0;
     ++conn->check_sn; /* an answer to an earlier check is no answer */
     if (kind == UCT_RC_SHARE_CONN_CHECK_OWNER) {
         ++conn->iface->conn->owners_waiting;
     }
     uct_rc_share_conn_timed_add(conn);
     uct_rc_share_conn_send_check(conn);
+}
+
+/* Whether the check's time saw more bad handshake messages than our UD
+ * receive queue holds: then it may have been full when the answer came,
+ * and the check waits once more */
+static int uct_rc_share_conn_check_flooded(const uct_rc_share_conn_t *conn)
+{
+    return !conn->check_extended &&
+           ((conn->iface->counters.hs_dropped - conn->check_drops) >=
+            UCT_RC_SHARE_CONN_RX_COUNT);
 }
 
 /* dead: the peers whose iface did not answer a check (the caller fails
@@ -1699,6 +1713,20 @@ static void uct_rc_share_conn_timer_one(uct_rc_share_conn_t *conn,
 
     if (conn->check == UCT_RC_SHARE_CONN_CHECK_NONE) {
         uct_rc_share_conn_timed_del(conn);
+    } else if ((now >= conn->check_deadline) &&
+               uct_rc_share_conn_check_flooded(conn)) {
+        /* The answer may be among what a flood of bad messages kept out
+         * of our receive queue: a live peer must not fail for a
+         * stranger's packets, a dead one is found one timeout later */
+        ucs_diag("%s:%d: no answer from iface 0x%" PRIx64 " to the check of "
+                 "connection %" PRIu64 " while %" PRIu64 " bad handshake "
+                 "messages came: waiting %.1f s more",
+                 uct_rc_share_dev_name(iface), iface->port_num,
+                 conn->key.peer.id, conn->key.sn,
+                 iface->counters.hs_dropped - conn->check_drops,
+                 ucs_time_to_sec(iface->config.check_timeout));
+        conn->check_extended = 1;
+        conn->check_deadline = now + iface->config.check_timeout;
     } else if (now >= conn->check_deadline) {
         ucs_diag("%s:%d: no answer from iface 0x%" PRIx64 " to the check of "
                  "connection %" PRIu64 " within %.1f s",
