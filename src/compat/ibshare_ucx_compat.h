@@ -209,7 +209,9 @@
                    UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, \
                                    iface_addr, IFACE_ADDR, NULL))) { \
             uct_iface_fill_info_str_buf(params, \
-                                        "different link layer or subnet"); \
+                                        "different link layer or subnet, " \
+                                        "or a process of this node left " \
+                                        "to shared memory"); \
             return 0; \
         } \
         return uct_iface_scope_is_reachable(iface, params); \

@@ -20,6 +20,7 @@
 
 #include "compat/ibshare_ib_compat.h"
 #include "md/ibshare_md.h"
+#include "rc_share_locality.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_worker.h>
@@ -75,6 +76,7 @@ typedef struct uct_rc_share_iface_config {
     double                    conn_retry;   /* handshake: resend after */
     double                    check_timeout; /* ep_check: give up after */
     unsigned                  max_conns;    /* connections of the iface */
+    int                       intra_node;   /* ucs_on_off_auto_value_t */
     int                       fc_enable;
     unsigned                  fc_wnd_size;
     double                    fc_soft_thresh;
@@ -88,6 +90,14 @@ typedef struct UCS_S_PACKED uct_rc_share_device_addr {
     uint16_t                  lid;
     union ibv_gid             gid;
 } uct_rc_share_device_addr_t;
+
+
+/* The device address as peers get it: the path to our port, then where
+ * we run (rc_share_locality.h) */
+typedef struct UCS_S_PACKED uct_rc_share_wire_device_addr {
+    uct_rc_share_device_addr_t path;
+    uct_rc_share_locality_t   locality;
+} uct_rc_share_wire_device_addr_t;
 
 
 /* What a peer needs to start a connection: the iface address */
@@ -256,6 +266,8 @@ typedef struct uct_rc_share_iface {
         ucs_time_t            conn_retry;
         ucs_time_t            check_timeout;
         unsigned              max_conns;
+        int                   node_peers;   /* other processes of this node
+                                               are reachable */
         int                   fc_enabled;
         int                   fc_wnd_size;
         int                   fc_soft_thresh; /* window left: soft request */
@@ -264,6 +276,9 @@ typedef struct uct_rc_share_iface {
 
     uct_rc_share_counters_t   counters;
     ucs_time_t                rx_drop_logged; /* last warning of a drop */
+    uct_rc_share_locality_t   locality;     /* where we run */
+    int                       node_peer_logged; /* said once that it
+                                               leaves them to shm */
     uct_am_callback_t         am_stub;      /* UCX's handler of an AM id
                                                nobody set (it warns for
                                                every message) */

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
+#include <strings.h>
 
 
 #define UCT_RC_SHARE_RX_BATCH      16
@@ -215,6 +216,22 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, max_conns),
      UCS_CONFIG_TYPE_UINT},
 
+    {"INTRA_NODE", "auto",
+     "Whether to reach the other processes of this node (same boot and IPC\n"
+     "namespace, as UCX's shared-memory transports tell it), which costs a\n"
+     "connection, a QP at each end, per pair of processes. auto: not for\n"
+     "UCP when UCX_TLS (unset means all) has a shared-memory transport for\n"
+     "active messages (posix or sysv, or sm, shm, mm, all), which then\n"
+     "carries tag and RMA between them, unless the iface may carry atomics\n"
+     "(UCP's device atomics must all go through one device; with\n"
+     "UCX_ATOMIC_MODE=cpu they do not); always for a UCT user (an iface\n"
+     "opened without UCP's features field: ucx_perftest -t rc_share).\n"
+     "on: always (UCP given its transports by ucp_config_modify, which no\n"
+     "environment shows); off: never, atomics or not. Peers in the same\n"
+     "process are always reachable.",
+     ucs_offsetof(uct_rc_share_iface_config_t, intra_node),
+     UCS_CONFIG_TYPE_ON_OFF_AUTO},
+
     {NULL}
 };
 
@@ -332,7 +349,9 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
 
     uct_base_iface_query(&iface->super, attr);
 
-    attr->device_addr_len = sizeof(uct_rc_share_device_addr_t);
+    /* UCP 1.13 packs at most 31 bytes of a device address */
+    UCS_STATIC_ASSERT(sizeof(uct_rc_share_wire_device_addr_t) <= 31);
+    attr->device_addr_len = sizeof(uct_rc_share_wire_device_addr_t);
     attr->iface_addr_len  = sizeof(uct_rc_share_iface_addr_t);
     attr->ep_addr_len     = 0;
     attr->max_conn_priv   = 0;
@@ -398,12 +417,15 @@ uct_rc_share_iface_get_device_address(uct_iface_h tl_iface,
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
                                                  uct_rc_share_iface_t);
-    uct_rc_share_device_addr_t *dev_addr = (uct_rc_share_device_addr_t*)addr;
+    uct_rc_share_wire_device_addr_t *dev_addr =
+            (uct_rc_share_wire_device_addr_t*)addr;
 
-    dev_addr->flags = (iface->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                      UCT_RC_SHARE_ADDR_FLAG_ETH : 0;
-    dev_addr->lid   = iface->port_attr.lid;
-    dev_addr->gid   = iface->gid;
+    dev_addr->path.flags = (iface->port_attr.link_layer ==
+                            IBV_LINK_LAYER_ETHERNET) ?
+                           UCT_RC_SHARE_ADDR_FLAG_ETH : 0;
+    dev_addr->path.lid   = iface->port_attr.lid;
+    dev_addr->path.gid   = iface->gid;
+    dev_addr->locality   = iface->locality;
     return UCS_OK;
 }
 
@@ -416,23 +438,46 @@ static ucs_status_t uct_rc_share_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
+/* A peer in another process of this node, when UCP has shared memory for
+ * it (rc_share_locality.h): said once per iface, at diag level, as the
+ * usual case is a job that runs exactly so */
+static int uct_rc_share_iface_node_peer_ok(uct_rc_share_iface_t *iface,
+                                           const uct_rc_share_locality_t *peer)
+{
+    if (iface->config.node_peers ||
+        !uct_rc_share_locality_same_node(&iface->locality, peer) ||
+        uct_rc_share_locality_same_process(&iface->locality, peer)) {
+        return 1;
+    }
+
+    if (!iface->node_peer_logged) {
+        iface->node_peer_logged = 1;
+        ucs_diag("%s:%d: processes of this node are left to UCX's shared "
+                 "memory (UCX_TLS=%s); UCX_RC_SHARE_INTRA_NODE=on reaches "
+                 "them over rc_share", iface->md->dev_name,
+                 iface->port_num, getenv("UCX_TLS") ?: "all, by default");
+    }
+    return 0;
+}
+
 static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
                                            const uct_device_addr_t *addr,
                                            const uct_iface_addr_t *iface_addr)
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
                                                  uct_rc_share_iface_t);
-    const uct_rc_share_device_addr_t *dev_addr =
-            (const uct_rc_share_device_addr_t*)addr;
+    const uct_rc_share_wire_device_addr_t *dev_addr =
+            (const uct_rc_share_wire_device_addr_t*)addr;
     int is_eth = iface->port_attr.link_layer == IBV_LINK_LAYER_ETHERNET;
 
     if ((dev_addr == NULL) ||
-        (!!(dev_addr->flags & UCT_RC_SHARE_ADDR_FLAG_ETH) != is_eth)) {
+        (!!(dev_addr->path.flags & UCT_RC_SHARE_ADDR_FLAG_ETH) != is_eth) ||
+        !uct_rc_share_iface_node_peer_ok(iface, &dev_addr->locality)) {
         return 0;
     }
 
     /* InfiniBand: same subnet; RoCE: routed by IP, any GID may be reached */
-    return is_eth || (dev_addr->gid.global.subnet_prefix ==
+    return is_eth || (dev_addr->path.gid.global.subnet_prefix ==
                       iface->gid.global.subnet_prefix);
 }
 
@@ -997,6 +1042,37 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config)
     return UCS_OK;
 }
 
+/*
+ * Whether the iface reaches the other processes of this node (the help of
+ * INTRA_NODE; rc_share_locality.h). UCX_TLS is UCP's, which opens every
+ * iface with its features: an iface opened without them (ucx_perftest -t,
+ * Open MPI's btl/uct) has a UCT user, who has no shared memory of UCP's.
+ * An iface that may carry atomics keeps them: UCP's device atomics are
+ * atomic with each other only when they all go through the one device
+ * (a peer that only sm reaches gets software atomics, which UCP refuses
+ * beside device ones: "got software atomic request while device atomics
+ * are selected"), unless UCX_ATOMIC_MODE=cpu makes them all the CPU's.
+ */
+static int
+uct_rc_share_iface_node_peers(const uct_rc_share_iface_config_t *config,
+                              const uct_iface_params_t *params)
+{
+    const char *atomic_mode = getenv("UCX_ATOMIC_MODE");
+    uint64_t features;
+
+    if (config->intra_node != UCS_CONFIG_AUTO) {
+        return config->intra_node == UCS_CONFIG_ON;
+    }
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_FEATURES) ||
+        !uct_rc_share_tls_has_shm(getenv("UCX_TLS"))) {
+        return 1;
+    }
+
+    features = params->features;
+    return (features & (UCT_IFACE_FEATURE_AMO32 | UCT_IFACE_FEATURE_AMO64)) &&
+           ((atomic_mode == NULL) || (strcasecmp(atomic_mode, "cpu") != 0));
+}
+
 static ucs_status_t uct_rc_share_iface_init_config(
         uct_rc_share_iface_t *iface, const uct_rc_share_iface_config_t *config,
         const uct_iface_params_t *params)
@@ -1044,6 +1120,8 @@ static ucs_status_t uct_rc_share_iface_init_config(
     iface->config.conn_retry         = ucs_time_from_sec(config->conn_retry);
     iface->config.check_timeout      = ucs_time_from_sec(config->check_timeout);
     iface->config.max_conns          = config->max_conns;
+    iface->config.node_peers         = uct_rc_share_iface_node_peers(config,
+                                                                     params);
     iface->config.fc_enabled         = config->fc_enable;
     iface->config.fc_wnd_size        = config->fc_wnd_size;
     iface->config.fc_soft_thresh     = ucs_max((int)(config->fc_soft_thresh *
@@ -1165,6 +1243,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     self->am_stub      = self->super.am[0].cb;
     self->md           = md;
     self->id           = ucs_generate_uuid((uintptr_t)self);
+    uct_rc_share_locality_get(&self->locality);
     self->release_desc.cb = uct_rc_share_iface_release_desc;
     ucs_list_head_init(&self->ep_list);
     ucs_arbiter_init(&self->arbiter);

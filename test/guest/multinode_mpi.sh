@@ -15,7 +15,9 @@
 # the same code in both modes).
 # The lanes: rc_share (or self) only in the first job; in the second, the
 # endpoints that have no shared-memory transport (those to the other node)
-# use rc_share. While each job runs, ibshare_info on each node shows one
+# use rc_share, and pml ucx's to the node's other rank have no rc_share
+# lane (issue 42: osc ucx's keep it, for atomics; each node holds 14 RC
+# QPs at the most, 16 without sm). While each job runs, ibshare_info on each node shows one
 # group of the job, whose members are exactly that node's ranks (their pids
 # from UCX's log lines, which name the host), in the test's mode; after it,
 # rdma res show on each node is back to what it was.
@@ -159,11 +161,16 @@ check_job() {
         case $2 in
         *sm*)
             # The endpoints without shared memory (to the other node) have
-            # rc_share; those with it (on the node) exist too
+            # rc_share; those with it (on the node) exist too, and pml
+            # ucx's (the tag lanes) have no rc_share (issue 42; osc ucx's
+            # keep it for atomics)
             remote=$(echo "$groups" | grep -v -E "(^| )($sm_tls|self)/")
+            onnode=$(echo "$groups" | grep -E "(^| )($sm_tls)/" |
+                     grep -v "self/")
             [ -n "$remote" ] &&
                 ! echo "$remote" | grep -v -E "(^| )rc_share/" | grep -q . &&
-                echo "$groups" | grep -q -E "(^| )($sm_tls)/"
+                [ -n "$onnode" ] &&
+                { [ "$lane" = rma ] || ! echo "$onnode" | grep -q "rc_share/"; }
             ;;
         *)
             [ -n "$groups" ] && echo "$groups" | grep -q 'rc_share/' &&
@@ -195,6 +202,21 @@ check_job() {
         mode=$(sed -n 's/^  mode: *//p' "$info" 2>/dev/null | head -n 1)
         check "$label: $n: the group runs in $IBSHARE_TEST_MODE mode (${mode:-none})" \
             test "$mode" = "$IBSHARE_TEST_MODE"
+        rcs=$(grep -c " type RC " "$info.qp" 2>/dev/null)
+        case $2 in
+        *sm*)
+            # One connection per pair of ifaces that talk, a QP at each
+            # end: pml's to the 2 ranks of the other node and to itself,
+            # none to the node's other rank (sm's; issue 42), osc's to all
+            # 4 (atomics): 2 x (2 + 1) + 2 x 4 = 14, not 16
+            check "$label: $n: at most 14 RC QPs, 2 x 3 + 2 x 4\
+ (${rcs:-none} at the most)" \
+                test "${rcs:-99}" -ge 1 -a "${rcs:-99}" -le 14 ;;
+        *)
+            # ... and to the node's other rank and to itself: 2 x 2 x 4
+            check "$label: $n: at most 16 RC QPs, 2 x 2 x 4 (${rcs:-none}\
+ at the most)" test "${rcs:-99}" -ge 1 -a "${rcs:-99}" -le 16 ;;
+        esac
         check "$label: $n: after the job, rdma res show is what it was before" \
             sh -c "test -s '$tmpdir/$n.res.$1.before' &&
                    cmp -s '$tmpdir/$n.res.$1.before' '$tmpdir/$n.res.$1.after'"
