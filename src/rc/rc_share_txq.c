@@ -185,8 +185,8 @@ uct_rc_share_txq_post_reserved(uct_rc_share_txq_t *txq,
 
     ret = ibv_post_send(txq->qp, &bop->wr, &bad_wr);
     if (ucs_unlikely(ret != 0)) {
-        ucs_error("ibv_post_send(QP 0x%x) failed: %s", txq->qp->qp_num,
-                  strerror(ret));
+        /* (the entry keeps its op: the purge releases it) */
+        uct_rc_share_txq_post_failed(txq, 0, ret);
         txq->ops[sn & txq->ops_mask] = 0;
         txq->posted                  = sn - 1;
         return UCS_ERR_IO_ERROR;
@@ -209,13 +209,13 @@ ucs_status_t uct_rc_share_txq_backlog_post(uct_rc_share_txq_t *txq)
         }
         ucs_queue_pull_non_empty(&txq->backlog);
         ucs_mpool_put(bop);
+        /* The main thread reads the length without the async context (a
+         * grant waits while it is not 0): the post's stores come first */
+        ucs_memory_cpu_store_fence();
+        --txq->backlog_len;
     }
 
-    /* The main thread reads these without the async context (a grant
-     * waits while the backlog is not empty): the posts come first */
-    ucs_memory_cpu_store_fence();
-    txq->backlog_len = 0;
-    txq->connected   = 1;
+    txq->connected = 1;
     return UCS_OK;
 }
 
