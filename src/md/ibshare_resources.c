@@ -499,8 +499,8 @@ static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
     size_t offset = (size_t)desc->slice * desc->slice_size;
     void *address = UCS_PTR_BYTE_OFFSET(res->pool_address, offset);
     uct_ibshare_sys_mem_t mem;
+    size_t ledger_size, mailbox_size;
     ucs_status_t status;
-    size_t ledger_size;
 
     if (res->mode == UCT_IBSHARE_GROUP_SHARED) {
         res->keys_address = res->pool_address;
@@ -548,9 +548,24 @@ static ucs_status_t uct_ibshare_slice_take(uct_ibshare_resources_t *res,
             }
         }
     }
+    /* Shared mode: the slice's mailbox follows, where the processes of
+     * the node look for it (uct_ibshare_resources_mailbox) */
+    mailbox_size = 0;
+    if ((res->mode == UCT_IBSHARE_GROUP_SHARED) &&
+        (desc->slice_size >= ledger_size + 2 * UCT_IBSHARE_MAILBOX_SIZE)) {
+        mailbox_size  = UCT_IBSHARE_MAILBOX_SIZE;
+        res->mailbox  = UCS_PTR_BYTE_OFFSET(address, ledger_size);
+        memset(res->mailbox, 0, mailbox_size);
+    }
+    res->slice_index    = desc->slice;
+    res->num_slices     = desc->num_slices;
+    res->slice_size     = desc->slice_size;
+    res->mailbox_offset = ledger_size;
     status = uct_ibshare_slice_init(&res->slice,
-                                    UCS_PTR_BYTE_OFFSET(address, ledger_size),
-                                    desc->slice_size - ledger_size);
+                                    UCS_PTR_BYTE_OFFSET(address, ledger_size +
+                                                        mailbox_size),
+                                    desc->slice_size - ledger_size -
+                                    mailbox_size);
     if (status != UCS_OK) {
         return status;
     }
@@ -579,6 +594,7 @@ static void uct_ibshare_resources_release(uct_ibshare_resources_t *res,
         uct_ibshare_slice_cleanup(&res->slice);
         res->has_slice = 0;
     }
+    res->mailbox = NULL;
     uct_ibshare_ledger_close(res->ledger);
     res->ledger = NULL;
 
@@ -664,6 +680,7 @@ uct_ibshare_resources_join(uct_ibshare_resources_t *res,
         return status;
     }
 
+    res->founder = member.founder;
     if (!member.founder) {
         status = uct_ibshare_group_attach(res, &member, params);
         if (status != UCS_OK) {

@@ -84,6 +84,15 @@ typedef struct uct_ibshare_resources {
                                                  the shared file, for a
                                                  survivor to destroy should
                                                  we be killed; else NULL */
+    int                       founder;        /* this process created the
+                                                 node group's objects */
+    uint32_t                  slice_index;    /* ours, in the node layout */
+    uint32_t                  num_slices;
+    size_t                    slice_size;
+    size_t                    mailbox_offset; /* in every slice */
+    void                      *mailbox;       /* shared mode: ours, zeroed
+                                                 when the slice was taken;
+                                                 else NULL */
 
     struct {
         uint64_t              regs_done;      /* ibv_reg_mr* calls */
@@ -123,6 +132,24 @@ uct_ibshare_resources_get(const char *dev_name,
                           uct_ibshare_resources_t **res_p);
 
 void uct_ibshare_resources_put(uct_ibshare_resources_t *res);
+
+/* Every shared-mode slice starts (after its ledger) with a mailbox of this
+ * size, which the md leaves to its users: rc_share's node connections keep
+ * the rings of a process there (rc_share_node.h) */
+#define UCT_IBSHARE_MAILBOX_SIZE  4096
+
+/* The mailbox of a slice of the node, or NULL (fallback or private mode) */
+static inline void *
+uct_ibshare_resources_mailbox(const uct_ibshare_resources_t *res,
+                              uint32_t slice)
+{
+    if ((res->mailbox == NULL) || (slice >= res->num_slices)) {
+        return NULL;
+    }
+    return UCS_PTR_BYTE_OFFSET(res->pool_address,
+                               (size_t)slice * res->slice_size +
+                               res->mailbox_offset);
+}
 
 /* Does the rank hold keys for [address, address + length)? */
 static inline int

@@ -77,6 +77,8 @@ typedef struct uct_rc_share_iface_config {
     double                    check_timeout; /* ep_check: give up after */
     unsigned                  max_conns;    /* connections of the iface */
     int                       intra_node;   /* ucs_on_off_auto_value_t */
+    int                       node_conns;   /* through the node's engine
+                                               (rc_share_node.h) */
     int                       fc_enable;
     unsigned                  fc_wnd_size;
     double                    fc_soft_thresh;
@@ -187,6 +189,7 @@ typedef struct uct_rc_share_cq_stash {
 
 
 typedef struct uct_rc_share_conn_iface uct_rc_share_conn_iface_t;
+typedef struct uct_rc_share_node_iface uct_rc_share_node_iface_t;
 
 /* The iface's send resources, which the send queue of every connection
  * draws from (rc_share_txq.h) */
@@ -240,6 +243,10 @@ typedef struct uct_rc_share_iface {
 
     /* The connections and their handshake (rc_share_conn.c) */
     uct_rc_share_conn_iface_t *conn;
+
+    /* UCX_RC_SHARE_NODE_CONNS=on: every endpoint goes through the node's
+     * engine, none connects (rc_share_node.h); else NULL */
+    uct_rc_share_node_iface_t *node;
 
     /* put_short's WR, filled in place as rc_verbs' (only the buffer, the
      * length and the remote address change): built on the stack it cost

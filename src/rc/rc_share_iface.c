@@ -6,6 +6,7 @@
  */
 #include "rc_share.h"
 #include "rc_share_conn.h"
+#include "rc_share_node.h"
 #include "rc_share_qp.h"
 #include "md/ibshare_device.h"
 
@@ -232,6 +233,17 @@ ucs_config_field_t uct_rc_share_iface_config_table[] = {
      ucs_offsetof(uct_rc_share_iface_config_t, intra_node),
      UCS_CONFIG_TYPE_ON_OFF_AUTO},
 
+    {"NODE_CONNS", "n",
+     "A prototype (doc/design/node-connections.md): every endpoint goes\n"
+     "through the node's engine, a thread of the node group's founder that\n"
+     "holds one connection per pair of nodes (and one to its own node), so\n"
+     "the node's RC QPs do not grow with its ranks. Needs shared mode, and\n"
+     "the same setting on every process of the job; the processes of the\n"
+     "node are reached through the engine too. Each iface takes two rings\n"
+     "of 32 bounce buffers from its rank's slice.",
+     ucs_offsetof(uct_rc_share_iface_config_t, node_conns),
+     UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -408,6 +420,9 @@ static ucs_status_t uct_rc_share_iface_query(uct_iface_h tl_iface,
     attr->bandwidth.shared    = uct_rc_share_iface_bandwidth(&iface->port_attr);
     attr->overhead            = 75e-9;
     attr->priority            = 0;
+    if (iface->node != NULL) {
+        uct_rc_share_node_iface_query(iface->node, attr);
+    }
     return UCS_OK;
 }
 
@@ -432,9 +447,15 @@ uct_rc_share_iface_get_device_address(uct_iface_h tl_iface,
 static ucs_status_t uct_rc_share_iface_get_address(uct_iface_h tl_iface,
                                                    uct_iface_addr_t *addr)
 {
-    uct_rc_share_conn_iface_addr(ucs_derived_of(tl_iface,
-                                                uct_rc_share_iface_t),
-                                 (uct_rc_share_iface_addr_t*)addr);
+    uct_rc_share_iface_t *iface = ucs_derived_of(tl_iface,
+                                                 uct_rc_share_iface_t);
+
+    uct_rc_share_conn_iface_addr(iface, (uct_rc_share_iface_addr_t*)addr);
+    if (iface->node != NULL) {
+        uct_rc_share_node_iface_addr(iface->node,
+                                     UCS_PTR_BYTE_OFFSET(addr,
+                                             sizeof(uct_rc_share_iface_addr_t)));
+    }
     return UCS_OK;
 }
 
@@ -1183,6 +1204,11 @@ static void uct_rc_share_iface_release(uct_rc_share_iface_t *iface)
          */
         return;
     }
+    if (iface->node != NULL) {
+        uct_rc_share_node_iface_destroy_eps(iface->node);
+        uct_rc_share_node_iface_cleanup(iface->node);
+        iface->node = NULL;
+    }
     uct_rc_share_conn_iface_cleanup(iface);
     uct_rc_share_tx_res_cleanup(&iface->tx); /* the queues' flushes are
                                                  back */
@@ -1306,6 +1332,24 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
+    /* Node connections: the rings first, as they must be in the slice;
+     * the iface's own buffers are then only the per-pair path's, which
+     * its endpoints never take (nor its receive queue: none is posted) */
+    if (config->node_conns) {
+        status = uct_rc_share_node_iface_init(self, md->share.join_timeout,
+                                              &self->node);
+        if (status == UCS_ERR_UNSUPPORTED) {
+            ucs_warn("%s:%d: UCX_RC_SHARE_NODE_CONNS=on needs the node "
+                     "group in shared mode (it runs %s); connecting per "
+                     "pair of ifaces", md->dev_name, self->port_num,
+                     uct_ibshare_group_mode_str(md->res->mode));
+        } else if (status != UCS_OK) {
+            goto err;
+        } else {
+            uct_rc_share_node_ops_apply(&self->super.super.ops);
+        }
+    }
+
     /* Bounce buffers come from the rank's slice of the node pool, which
      * is registered already */
     self->buf_va_offset = md->res->va_offset;
@@ -1351,7 +1395,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
         goto err;
     }
 
-    self->rx_to_post = config->rx_queue_len;
+    self->rx_to_post = (self->node == NULL) ? config->rx_queue_len : 0;
     uct_rc_share_iface_refill_rx(self);
     if (self->rx_to_post != 0) {
         ucs_error("%s: could not post %u receive buffers",
@@ -1384,6 +1428,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_iface_t, uct_md_h tl_md,
     if (status != UCS_OK) {
         goto err;
     }
+
 
     ucs_debug("%s:%d: rc_share iface %p (0x%" PRIx64 "): GID index %d, MTU "
               "%d, inline %u", md->dev_name, self->port_num, self, self->id,

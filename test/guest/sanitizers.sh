@@ -21,7 +21,9 @@ warmup=20
 client_timeout=120
 server_grace=15
 
-# The test cases, one a line: NAME ucx_perftest-options
+# The test cases, one a line: NAME ucx_perftest-options; node_*: with
+# UCX_RC_SHARE_NODE_CONNS=y, through the node's engine (in shared mode; in
+# fallback mode the iface says it cannot and connects per pair)
 cases() {
     cat <<EOF
 tag_lat_8_sleep   -t tag_lat -s 8 -E sleep
@@ -40,6 +42,11 @@ uct_get_bcopy     -t get -D bcopy -s 1024 -x rc_share -d rxe0:1
 uct_get_zcopy     -t get -D zcopy -s 65536 -x rc_share -d rxe0:1
 uct_fadd          -t fadd -s 8 -x rc_share -d rxe0:1
 uct_cswap         -t cswap -s 8 -x rc_share -d rxe0:1
+node_am_lat       -t am_lat -D short -s 8 -x rc_share -d rxe0:1
+node_put_zcopy    -t put_bw -D zcopy -s 65536 -x rc_share -d rxe0:1
+node_get_bcopy    -t get -D bcopy -s 1024 -x rc_share -d rxe0:1
+node_fadd         -t fadd -s 8 -x rc_share -d rxe0:1
+node_tag_bw_64K   -t tag_bw -s 65536
 EOF
 }
 
@@ -64,9 +71,16 @@ WRAPPER
     ASAN_OPTIONS=detect_leaks=1:log_path=$out/report.asan
     UBSAN_OPTIONS=print_stacktrace=1:log_path=$out/report.ubsan
     export PATH UCX_TLS UCX_NET_DEVICES ASAN_OPTIONS UBSAN_OPTIONS
-    cases | while read -r name args; do
+    cases | grep -v '^node_' | while read -r name args; do
         echo "$name $args -n $iters -w $warmup"
     done | perf_pairs "$out" 20500
+    cases | grep '^node_' | while read -r name args; do
+        echo "$name $args -n $iters -w $warmup"
+    done | {
+        UCX_RC_SHARE_NODE_CONNS=y
+        export UCX_RC_SHARE_NODE_CONNS
+        perf_pairs "$out" 20600
+    }
     # Issue 21 item 4: an iface closed with its endpoint open and messages
     # in flight (test/guest/conn_check.c)
     LD_PRELOAD="$2 $IBSHARE_PRELOAD" \
