@@ -29,6 +29,7 @@
 #include <ucs/datastruct/arbiter.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/debug/log_def.h>
 #include <ucs/datastruct/queue.h>
 
 
@@ -369,6 +370,20 @@ uct_rc_share_iface_config_check(const uct_rc_share_iface_config_t *config);
 UCS_CLASS_DECLARE_NEW_FUNC(uct_rc_share_iface_t, uct_iface_t, uct_md_h,
                            uct_worker_h, const uct_iface_params_t*,
                            const uct_iface_config_t*);
+
+/* Both kinds of endpoint connect to an iface: its device and iface
+ * addresses are needed */
+static inline ucs_status_t
+uct_rc_share_ep_params_check(const uct_ep_params_t *params)
+{
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
+        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
+        ucs_error("rc_share: an endpoint needs the remote device and iface "
+                  "addresses");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
 
 /* rc_share_ep.c: the operations */
 ucs_status_t uct_rc_share_ep_am_short(uct_ep_h tl_ep, uint8_t id,

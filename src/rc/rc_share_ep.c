@@ -1009,11 +1009,9 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_ep_t, const uct_ep_params_t *params)
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
-    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
-        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
-        ucs_error("rc_share: an endpoint needs the remote device and iface "
-                  "addresses");
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_rc_share_ep_params_check(params);
+    if (status != UCS_OK) {
+        return status;
     }
 
     if (iface->config.tx_qp_len >= UCS_BIT(15)) {

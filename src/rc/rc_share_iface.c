@@ -452,6 +452,7 @@ static ucs_status_t uct_rc_share_iface_get_address(uct_iface_h tl_iface,
 
     uct_rc_share_conn_iface_addr(iface, (uct_rc_share_iface_addr_t*)addr);
     if (iface->node != NULL) {
+        ((uct_rc_share_iface_addr_t*)addr)->mtu |= UCT_RC_SHARE_ADDR_MTU_NODE;
         uct_rc_share_node_iface_addr(iface->node,
                                      UCS_PTR_BYTE_OFFSET(addr,
                                              sizeof(uct_rc_share_iface_addr_t)));
@@ -494,6 +495,14 @@ static int uct_rc_share_iface_is_reachable(const uct_iface_h tl_iface,
     if ((dev_addr == NULL) ||
         (!!(dev_addr->path.flags & UCT_RC_SHARE_ADDR_FLAG_ETH) != is_eth) ||
         !uct_rc_share_iface_node_peer_ok(iface, &dev_addr->locality)) {
+        return 0;
+    }
+
+    /* A peer through a node engine and one per pair cannot talk: their
+     * endpoints reach different things (UCX_RC_SHARE_NODE_CONNS differs) */
+    if ((iface_addr != NULL) &&
+        (!!(((const uct_rc_share_iface_addr_t*)iface_addr)->mtu &
+            UCT_RC_SHARE_ADDR_MTU_NODE) != (iface->node != NULL))) {
         return 0;
     }
 

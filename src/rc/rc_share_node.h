@@ -63,6 +63,10 @@ enum {
 #define UCT_RC_SHARE_NODE_SLOT_FENCE  UCS_BIT(0) /* after what came before */
 
 
+/* In the iface address's mtu: a node ring follows (uct_rc_share_node_
+ * addr_t), and the iface reaches only peers that have one */
+#define UCT_RC_SHARE_ADDR_MTU_NODE     0x80
+
 /* Where an iface of a process of another (or this) node is: its node's
  * engine, and its ring there. Follows the iface address on the wire. */
 typedef struct UCS_S_PACKED uct_rc_share_node_addr {

@@ -705,14 +705,20 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_node_ep_t,
 {
     uct_rc_share_iface_t *iface = ucs_derived_of(params->iface,
                                                  uct_rc_share_iface_t);
+    ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
-    if (!(params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) ||
-        !(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR)) {
-        ucs_error("rc_share: an endpoint needs the remote device and iface "
-                  "addresses");
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_rc_share_ep_params_check(params);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (!(((const uct_rc_share_iface_addr_t*)params->iface_addr)->mtu &
+          UCT_RC_SHARE_ADDR_MTU_NODE)) {
+        ucs_error("rc_share: the peer's address has no node ring "
+                  "(UCX_RC_SHARE_NODE_CONNS=n there)");
+        return UCS_ERR_UNREACHABLE;
     }
 
     memcpy(&self->dev_addr, params->dev_addr, sizeof(self->dev_addr));
@@ -722,8 +728,7 @@ static UCS_CLASS_INIT_FUNC(uct_rc_share_node_ep_t,
            sizeof(self->dst));
     if ((self->dst.ring >= UCT_RC_SHARE_NODE_RINGS_MAX) ||
         (self->dst.engine.id == 0)) {
-        ucs_error("rc_share: the peer's address has no node ring (is "
-                  "UCX_RC_SHARE_NODE_CONNS=on on every process?)");
+        ucs_error("rc_share: the peer's node ring address is malformed");
         return UCS_ERR_INVALID_ADDR;
     }
 
