@@ -74,6 +74,8 @@ struct uct_rc_share_node_engine {
     size_t                    am_max;       /* what our AM carries of a
                                                slot's data */
     size_t                    put_max, get_max; /* buffered RMA */
+    unsigned                  held_now;     /* AMs in the rings' held
+                                               queues */
     struct {
         uint64_t              posted, delivered, held, dropped;
     } counters;
@@ -144,7 +146,8 @@ static int uct_rc_share_node_engine_ring_ok(uct_rc_share_node_engine_t *engine,
 
 /* Drops what waits for a ring that is gone; returns how many */
 static unsigned
-uct_rc_share_node_engine_release_held(uct_rc_share_node_engine_ring_t *er)
+uct_rc_share_node_engine_release_held(uct_rc_share_node_engine_t *engine,
+                                      uct_rc_share_node_engine_ring_t *er)
 {
     uct_rc_share_node_held_t *held;
     unsigned count = 0;
@@ -153,6 +156,7 @@ uct_rc_share_node_engine_release_held(uct_rc_share_node_engine_ring_t *er)
         held = ucs_queue_pull_elem_non_empty(&er->held,
                                              uct_rc_share_node_held_t, queue);
         uct_iface_release_desc(held);
+        --engine->held_now;
         ++count;
     }
     return count;
@@ -189,7 +193,8 @@ uct_rc_share_node_engine_ring(uct_rc_share_node_engine_t *engine,
     if ((er != NULL) && (er->generation != 0)) {
         ucs_debug("rc_share node engine: ring %u of slice %u let go", index,
                   slice);
-        engine->counters.dropped += uct_rc_share_node_engine_release_held(er);
+        engine->counters.dropped +=
+                uct_rc_share_node_engine_release_held(engine, er);
         er->generation   = 0;
         ring->engine_gen = 0;
     }
@@ -312,6 +317,7 @@ static ucs_status_t uct_rc_share_node_engine_am_cb(void *arg, void *data,
     held->length = length;
     ucs_queue_push(&er->held, &held->queue);
     ++engine->counters.held;
+    ++engine->held_now;
     return UCS_INPROGRESS;
 }
 
@@ -340,6 +346,7 @@ static unsigned uct_rc_share_node_engine_deliver_held(
             ucs_queue_pull_non_empty(&er->held);
             uct_iface_release_desc(held);
             ++engine->counters.delivered;
+            --engine->held_now;
             ++count;
         }
     }
@@ -604,7 +611,9 @@ static void *uct_rc_share_node_engine_thread(void *arg)
     while (!engine->stop) {
         count  = uct_worker_progress(engine->worker);
         count += uct_rc_share_node_engine_scan(engine);
-        count += uct_rc_share_node_engine_deliver_held(engine);
+        if (engine->held_now != 0) {
+            count += uct_rc_share_node_engine_deliver_held(engine);
+        }
         if (count != 0) {
             idle = 0;
         } else if (++idle < 64) {
@@ -662,7 +671,8 @@ static void uct_rc_share_node_engine_destroy(uct_rc_share_node_engine_t *engine)
         for (i = 0; i < engine->res->num_slices * UCT_RC_SHARE_NODE_RINGS_MAX;
              ++i) {
             if (engine->rings[i] != NULL) {
-                uct_rc_share_node_engine_release_held(engine->rings[i]);
+                uct_rc_share_node_engine_release_held(engine,
+                                                      engine->rings[i]);
                 engine->rings[i]->ring->engine_gen = 0;
                 ucs_free(engine->rings[i]);
             }

@@ -78,6 +78,13 @@ uct_rc_share_node_ep_node(const uct_rc_share_node_ep_t *ep)
 
 /* ------------------------------------------------------------ send ring */
 
+/* A send slot is free: the engine is done with one we have not reused */
+static UCS_F_ALWAYS_INLINE int
+uct_rc_share_node_has_room(const uct_rc_share_node_iface_t *node)
+{
+    return node->tx_head - node->tx_retired < UCT_RC_SHARE_NODE_RING_LEN;
+}
+
 /* A free send slot for an operation of ep, or NULL */
 static UCS_F_ALWAYS_INLINE uct_rc_share_node_tx_slot_t *
 uct_rc_share_node_slot_get(uct_rc_share_node_iface_t *node,
@@ -85,8 +92,7 @@ uct_rc_share_node_slot_get(uct_rc_share_node_iface_t *node,
 {
     uct_rc_share_node_tx_slot_t *slot;
 
-    if (ucs_unlikely(node->tx_head - node->tx_retired >=
-                     node->ring->num_slots)) {
+    if (ucs_unlikely(!uct_rc_share_node_has_room(node))) {
         return NULL;
     }
 
@@ -100,7 +106,7 @@ uct_rc_share_node_slot_get(uct_rc_share_node_iface_t *node,
     slot->length    = 0;
     slot->dev_addr  = ep->dev_addr;
     slot->engine    = ep->dst.engine;
-    node->info[node->tx_head % node->ring->num_slots] =
+    node->info[node->tx_head % UCT_RC_SHARE_NODE_RING_LEN] =
             (uct_rc_share_node_op_info_t){ .ep = ep };
     return slot;
 }
@@ -108,7 +114,7 @@ uct_rc_share_node_slot_get(uct_rc_share_node_iface_t *node,
 static UCS_F_ALWAYS_INLINE uct_rc_share_node_op_info_t *
 uct_rc_share_node_slot_info(uct_rc_share_node_iface_t *node)
 {
-    return &node->info[node->tx_head % node->ring->num_slots];
+    return &node->info[node->tx_head % UCT_RC_SHARE_NODE_RING_LEN];
 }
 
 /* Hands the slot to the engine */
@@ -143,7 +149,7 @@ static unsigned uct_rc_share_node_retire(uct_rc_share_node_iface_t *node)
         }
         ucs_memory_cpu_load_fence();
 
-        info   = &node->info[node->tx_retired % node->ring->num_slots];
+        info   = &node->info[node->tx_retired % UCT_RC_SHARE_NODE_RING_LEN];
         status = (ucs_status_t)slot->status;
         if ((status == UCS_OK) && (info->ep != NULL)) {
             if (info->unpack != NULL) {
@@ -215,7 +221,7 @@ static void uct_rc_share_node_dispatch_pending(uct_rc_share_node_iface_t *node)
 
     ucs_list_for_each(ep, &node->eps, list) {
         while (!ucs_queue_is_empty(&ep->pending) &&
-               (node->tx_head - node->tx_retired < node->ring->num_slots)) {
+               uct_rc_share_node_has_room(node)) {
             req = ucs_container_of(ucs_queue_pull_non_empty(&ep->pending),
                                    uct_pending_req_t, priv);
             status = req->func(req);
@@ -664,7 +670,7 @@ static ucs_status_t uct_rc_share_node_ep_pending_add(uct_ep_h tl_ep,
     uct_rc_share_node_iface_t *node = uct_rc_share_node_ep_node(ep);
 
     if (ucs_queue_is_empty(&ep->pending) &&
-        (node->tx_head - node->tx_retired < node->ring->num_slots)) {
+        uct_rc_share_node_has_room(node)) {
         return UCS_ERR_BUSY;
     }
 
@@ -753,7 +759,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_rc_share_node_ep_t)
 
     uct_rc_share_node_ep_pending_purge(&self->super.super, NULL, NULL);
     for (i = node->tx_retired; i != node->tx_head; ++i) {
-        info = &node->info[i % node->ring->num_slots];
+        info = &node->info[i % UCT_RC_SHARE_NODE_RING_LEN];
         if (info->ep != self) {
             continue;
         }
